@@ -1,0 +1,20 @@
+"""popdyn: exact population gradient dynamics of two-layer networks on Gaussian inputs.
+
+Public API (see README.md): :class:`Student`, :class:`Params`, :class:`Teacher`,
+:func:`population_loss`, :func:`population_grad`, :func:`train`, :class:`Trajectory`,
+:class:`Schedule`, :func:`plateau`.
+"""
+from .activations import ACTIVATIONS
+from .dynamics import Schedule, Trajectory, train
+from .models import Params, Student
+from .objective import fit_intercept, loss_and_grad, population_grad, population_loss
+from .plateau import Plateau, plateau, shared_prefix
+from .teachers import Teacher
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ACTIVATIONS", "Params", "Plateau", "Schedule", "Student", "Teacher", "Trajectory",
+    "fit_intercept", "loss_and_grad", "plateau", "population_grad", "population_loss",
+    "shared_prefix", "train", "__version__",
+]

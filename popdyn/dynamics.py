@@ -1,0 +1,264 @@
+"""Integrators for population gradient dynamics (DESIGN §4).
+
+Both integrators follow the preconditioned flow
+
+    dθ/dt = −κ · P ∇L(θ),   κ = 1 ("standard") or m ("mean_field": parameter-space lr = m·Δt),
+
+with P the per-group rate multipliers (head ``a``, biases ``b``, intercept ``c``; ``W`` has 1).
+
+* ``method="gd"``: fixed-step gradient descent θ ← θ − Δt κ P ∇L, Δt = ``lr``; the update count
+  n and the flow time t = n·Δt are both recorded.
+* ``method="flow"``: an adaptive Euler approximation of gradient flow with step-doubling error
+  control.  From θ₀ one full Euler step of size h and two half steps are taken; the local error
+  estimate is e = ‖θ_full − θ_half‖₂, and the step is accepted when e ≤ ε·‖θ_half − θ₀‖₂, i.e.
+  when the error is at most a fraction ε of the step's own displacement (scale-free, so it works
+  at small initialization).  The accepted state is the two-half-step result; the next step is
+  h·clip(0.9·(ε‖Δ‖/e)^{1/2}, 0.2, 2) within [h_min, h_max].  Steps forced at h_min are counted.
+  Each accepted step is one update (n += 1) and advances t by h.
+
+Stopping rules: normalized loss 2L/V_Y ≤ ``loss_target`` → ``converged``; ``max_updates`` or
+``max_time`` reached → ``horizon``; a non-finite state or a loss above ``explode`` × max(L₀, V_Y)
+→ ``diverged``, keeping the last finite state.  The loss is kept at every update; parameter
+snapshots follow a :class:`Schedule` (every N updates, denser early).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validate as V
+from .models import Params, Student
+from .objective import _check, loss_and_grad
+
+METHODS = ("gd", "flow")
+STATUSES = ("converged", "horizon", "diverged")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Snapshot schedule: every ``every`` updates, plus the ``early`` update counts.
+
+    The initial state (n = 0) and the final state are always recorded.
+    """
+
+    every: int = 100
+    early: tuple = (1, 2, 5, 10, 20, 50)
+
+    def __post_init__(self):
+        V.positive_int("every", self.every)
+        for e in self.early:
+            V.nonneg_int("early", e)
+
+    def __contains__(self, n: int) -> bool:
+        return n == 0 or n % self.every == 0 or n in self.early
+
+
+@dataclass
+class Trajectory:
+    """A training run: the loss at every update and parameter snapshots on a schedule.
+
+    Attributes
+    ----------
+    n, t, loss : arrays
+        Update count, flow time and L = ½E[(f − y)²] after every update (index 0 = initial).
+    snap_n, snap_t : arrays
+        Update count and flow time of each snapshot.
+    snapshots : dict of arrays
+        ``a`` (S, m), ``W`` (S, m, d), ``b`` (S, m), ``c`` (S,).
+    status : str
+        ``converged``, ``horizon`` or ``diverged``.
+    final : Params
+        The last finite state (for ``diverged`` runs: the state before the failure).
+    variance : float
+        V_Y of the teacher, so ``normalized_loss`` = 2·loss/V_Y.
+    records : list of dict
+        Whatever the ``recorder`` returned at each snapshot (diagnostics), aligned with snap_n.
+    info : dict
+        Settings, counters (gradient evaluations, forced steps) and wall time.
+    """
+
+    n: np.ndarray
+    t: np.ndarray
+    loss: np.ndarray
+    snap_n: np.ndarray
+    snap_t: np.ndarray
+    snapshots: dict
+    status: str
+    final: Params
+    variance: float
+    records: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def normalized_loss(self) -> np.ndarray:
+        return 2.0 * self.loss / self.variance
+
+    def snapshot(self, i: int) -> Params:
+        s = self.snapshots
+        return Params(s["a"][i], s["W"][i], s["b"][i], float(s["c"][i]))
+
+    def __len__(self) -> int:
+        return self.snap_n.shape[0]
+
+
+class _Recorder:
+    def __init__(self, schedule, recorder, student, teacher):
+        self.schedule, self.recorder, self.student, self.teacher = schedule, recorder, student, teacher
+        self.n, self.t, self.a, self.W, self.b, self.c, self.records = [], [], [], [], [], [], []
+
+    def add(self, n, t, p: Params, L):
+        if self.n and self.n[-1] == n:
+            return
+        self.n.append(n); self.t.append(t)
+        self.a.append(p.a.copy()); self.W.append(p.W.copy()); self.b.append(p.b.copy()); self.c.append(p.c)
+        if self.recorder is not None:
+            self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L))
+
+    def arrays(self):
+        return (np.array(self.n, dtype=np.int64), np.array(self.t),
+                {"a": np.array(self.a), "W": np.array(self.W), "b": np.array(self.b), "c": np.array(self.c)})
+
+
+def _axpy(p: Params, g: Params, h: float, ma: float, mb: float, mc: float) -> Params:
+    return Params(p.a - (h * ma) * g.a, p.W - h * g.W, p.b - (h * mb) * g.b, p.c - (h * mc) * g.c)
+
+
+def _diff_norm(p: Params, q: Params) -> float:
+    return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.W - q.W) ** 2)
+                         + np.sum((p.b - q.b) ** 2) + (p.c - q.c) ** 2))
+
+
+def train(student: Student, params: Params, teacher, *, method: str = "flow",
+          lr: float = 0.05, head_lr_mult: float = 1.0, bias_lr_mult: float = 1.0,
+          intercept_lr_mult: float = 1.0, eps: float = 0.05, h0: float = 0.05,
+          h_min: float = 1e-6, h_max: float = 10.0, max_updates: int = 100_000,
+          max_time: float = np.inf, loss_target: float = 0.0, explode: float = 1e6,
+          schedule: Schedule | None = None, recorder=None, rtol: float = 1e-10) -> Trajectory:
+    """Train ``student`` from ``params`` on the population loss against ``teacher``.
+
+    Parameters
+    ----------
+    method : {"flow", "gd"}
+        Adaptive Euler gradient flow or fixed-step gradient descent (module docstring).
+    lr : float
+        GD step Δt on the flow clock (> 0); parameter-space rate is lr·κ·multiplier.
+    head_lr_mult, bias_lr_mult, intercept_lr_mult : float
+        Per-group rate multipliers (≥ 0) for a, b and c.
+    eps, h0, h_min, h_max : float
+        Flow tolerance ε (> 0), initial step and step bounds (0 < h_min ≤ h0 ≤ h_max).
+    max_updates, max_time : horizon on the update and flow-time clocks.
+    loss_target : float
+        Stop with ``converged`` once the normalized loss 2L/V_Y ≤ this (0 disables).
+    explode : float
+        Divergence safeguard: loss > explode·max(L₀, V_Y) counts as divergence.
+    schedule : Schedule
+        Snapshot schedule (default: every 100 updates, denser early).
+    recorder : callable, optional
+        ``recorder(student, params, teacher, n=, t=, loss=) -> dict`` called at each snapshot.
+    rtol : float
+        Series tolerance for smooth activations.
+
+    Returns
+    -------
+    Trajectory
+    """
+    _check(student, params, teacher)
+    V.choice("method", method, METHODS)
+    lr = V.real("lr", lr, positive=True)
+    ma = V.real("head_lr_mult", head_lr_mult, nonnegative=True)
+    mb = V.real("bias_lr_mult", bias_lr_mult, nonnegative=True)
+    mc = V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True)
+    eps = V.real("eps", eps, positive=True)
+    h0 = V.real("h0", h0, positive=True)
+    h_min = V.real("h_min", h_min, positive=True)
+    h_max = V.real("h_max", h_max, positive=True, allow_inf=True)
+    if not h_min <= h0 <= h_max:
+        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {h_min}, {h0}, {h_max}")
+    max_updates = V.nonneg_int("max_updates", max_updates)
+    max_time = V.real("max_time", max_time, positive=True, allow_inf=True)
+    loss_target = V.real("loss_target", loss_target, nonnegative=True)
+    explode = V.real("explode", explode, positive=True)
+    schedule = Schedule() if schedule is None else schedule
+    if not isinstance(schedule, Schedule):
+        raise TypeError("`schedule` must be a popdyn.Schedule")
+    if not student.bias:
+        mb = 0.0
+    if not student.intercept:
+        mc = 0.0
+    kappa = 1.0 if student.scaling == "standard" else float(student.m)
+    VY = teacher.variance
+    if not VY > 0:
+        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
+
+    t0 = time.perf_counter()
+    rec = _Recorder(schedule, recorder, student, teacher)
+    p = params
+    L, g = loss_and_grad(student, p, teacher, rtol=rtol, check=False)
+    ngrad = 1
+    losses, ns, ts = [L], [0], [0.0]
+    bound = explode * max(L, VY)
+    rec.add(0, 0.0, p, L)
+    n, t, h, forced = 0, 0.0, h0, 0
+    status = "horizon"
+    if loss_target > 0 and 2 * L / VY <= loss_target:
+        status = "converged"
+    else:
+        while n < max_updates and t < max_time:
+            if method == "gd":
+                q = _axpy(p, g, lr * kappa, ma, mb, mc)
+                dt = lr
+            else:
+                h = min(h, h_max)
+                while True:
+                    hk = h * kappa
+                    full = _axpy(p, g, hk, ma, mb, mc)
+                    mid = _axpy(p, g, 0.5 * hk, ma, mb, mc)
+                    q = None
+                    if mid.is_finite() and full.is_finite():
+                        _, gm = loss_and_grad(student, mid, teacher, rtol=rtol, check=False)
+                        ngrad += 1
+                        q = _axpy(mid, gm, 0.5 * hk, ma, mb, mc)
+                    if q is None or not q.is_finite():
+                        if h <= h_min:       # non-finite even at the smallest step: diverged
+                            q = None
+                            break
+                        h = max(0.2 * h, h_min)
+                        continue
+                    disp = _diff_norm(q, p)
+                    err = _diff_norm(q, full)
+                    tol = eps * disp
+                    if err <= tol or h <= h_min:
+                        if err > tol:
+                            forced += 1
+                        dt = h
+                        fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
+                        h = min(max(h * fac, h_min), h_max)
+                        break
+                    h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
+            if q is None or not q.is_finite():
+                status = "diverged"
+                break
+            Lq, gq = loss_and_grad(student, q, teacher, rtol=rtol, check=False)
+            ngrad += 1
+            if not (np.isfinite(Lq) and Lq <= bound and gq.is_finite()):
+                status = "diverged"
+                break
+            p, L, g = q, Lq, gq
+            n += 1
+            t += dt
+            losses.append(L); ns.append(n); ts.append(t)
+            if n in schedule:
+                rec.add(n, t, p, L)
+            if loss_target > 0 and 2 * L / VY <= loss_target:
+                status = "converged"
+                break
+    rec.add(n, t, p, L)
+    sn, st, snaps = rec.arrays()
+    info = dict(method=method, lr=lr, head_lr_mult=ma, bias_lr_mult=mb, intercept_lr_mult=mc,
+                eps=eps, h0=h0, h_min=h_min, h_max=h_max, max_updates=max_updates,
+                max_time=max_time, loss_target=loss_target, grad_evals=ngrad,
+                forced_steps=forced, wall_time=time.perf_counter() - t0)
+    return Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
+                      status, p, VY, rec.records, info)
