@@ -1,0 +1,133 @@
+"""Hermite (Mehler-series) paths of the moment dispatcher (see :mod:`popdyn._moments`).
+
+Used for every pair with a smooth side and for the non-piecewise-linear part of teacher links.
+Each moment comes with an entrywise error estimate from :func:`popdyn._hermite.mehler_moment`
+(truncation tails + rounding); ``inf`` means the tails could not bound it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._hermite import Tails, mehler_moment, unit_coefficients
+
+
+def _geometry(u1, u2):
+    from ._moments import geometry
+    return geometry(u1, u2)[0]
+
+
+def _coeffs(u, n, rtol):
+    """UnitCoefficients of a 'pl' or 'smooth' UnitSet (PL sets use order ``n``)."""
+    if u.kind == "pl":
+        return unit_coefficients("pl", u.al, u.be, p=float(u.p[0]), q=float(u.q[0]), n=max(int(n), 1),
+                                 rtol=rtol)
+    return unit_coefficients("smooth", u.al, u.be, code=u.code, rtol=rtol)
+
+
+def smooth_self(u, rtol):
+    """Self moments of a smooth unit set: (C, B, A, D, μ0, μ1, μ2, errC, errμ0, order)."""
+    uc = _coeffs(u, 0, rtol)
+    R = _geometry(u, u)
+    C, eC = mehler_moment(uc.S, uc.S, uc.tails_S, uc.tails_S, R)
+    B, _ = mehler_moment(uc.Dd, uc.Dd, uc.tails_Dd, uc.tails_Dd, R)
+    A, _ = mehler_moment(uc.Dd2, uc.S, uc.tails_Dd2, uc.tails_S, R)
+    D, _ = mehler_moment(uc.Dd, uc.S, uc.tails_Dd, uc.tails_S, R)
+    return (C, B, A, D, uc.S[:, 0].copy(), uc.Dd[:, 0].copy(), uc.Dd2[:, 0].copy(), eC,
+            np.asarray(uc.tails_S.err, dtype=float).copy(), uc.N)
+
+
+def _link_order(g) -> int:
+    """Truncation order for a link's Hermite part: its degree, or the first N whose ℓ¹ tails
+    (value and derivative) are below 1e−17 of the part's RMS size (at most N_tab)."""
+    N_tab = g.coeffs.shape[0] - 1
+    if g.is_polynomial:
+        return N_tab
+    target = 1e-17 * max(1.0, np.sqrt(g.h_second_moment), np.sqrt(g.h_d_second_moment))
+    ok = np.flatnonzero((g.l1 <= target) & (g.dl1 <= target))
+    return int(ok[0]) if ok.size else N_tab
+
+
+def _link_seqs(g, k, N, include_pl):
+    """(S, tails_S, Dd, tails_Dd) rows for k copies of link g up to order N (α = 1, β = 0)."""
+    N = min(N, g.coeffs.shape[0] - 1) if not g.is_polynomial else N
+    H = np.zeros(N + 1)
+    dH = np.zeros(N + 1)
+    nH = min(N, g.coeffs.shape[0] - 1)
+    H[:nH + 1] = g.coeffs[:nH + 1]
+    nd = min(N, g.dcoeffs.shape[0] - 1)
+    dH[:nd + 1] = g.dcoeffs[:nd + 1]
+    if g.is_polynomial or nH == g.coeffs.shape[0] - 1 and g.t2[-1] == 0:
+        t2 = sup = l1 = 0.0
+    else:
+        t2, l1 = float(g.t2[nH]), float(g.l1[nH])
+        sup = min(np.sqrt(t2), l1)
+    if g.is_polynomial or nd == g.dcoeffs.shape[0] - 1 and g.dt2[-1] == 0:
+        dt2 = dsup = dl1 = 0.0
+    else:
+        dt2, dl1 = float(g.dt2[nd]), float(g.dl1[nd])
+        dsup = min(np.sqrt(dt2), dl1)
+    tS = Tails(np.full(k, t2), np.full(k, sup), np.full(k, l1), np.zeros(k), {})
+    tD = Tails(np.full(k, dt2), np.full(k, dsup), np.full(k, dl1), np.zeros(k), {})
+    S = np.tile(H, (k, 1))
+    Dd = np.tile(dH, (k, 1))
+    if include_pl and (g.p != 0.0 or g.q != 0.0):
+        pl = unit_coefficients("pl", np.ones(1), np.zeros(1), p=g.p, q=g.q, n=max(N, 1))
+        S = S + pl.S[:, :N + 1]
+        Dd = Dd + pl.Dd[:, :N + 1]
+        tS = _sum_tails(tS, pl.tails_S, k)
+        tD = _sum_tails(tD, pl.tails_Dd, k)
+    return S, tS, Dd, tD
+
+
+def _sum_tails(a: Tails, b: Tails, k: int) -> Tails:
+    bt2 = np.broadcast_to(b.t2, (k,))
+    return Tails((np.sqrt(a.t2) + np.sqrt(bt2)) ** 2, a.sup + np.broadcast_to(b.sup, (k,)),
+                 a.l1 + np.broadcast_to(b.l1, (k,)), a.err + np.broadcast_to(b.err, (k,)), {})
+
+
+def pl_vs_link_hermite(su, tu, rtol):
+    """PL student units × the Hermite part of an additive link: (Ct, Bt, At, Dt, err, order)."""
+    g = tu.link
+    N = _link_order(g)
+    uc = _coeffs(su, N, rtol)
+    S, tS, Dd, tD = _link_seqs(g, tu.n, N, include_pl=False)
+    R = _geometry(su, tu)
+    return _cross_from(uc, S, tS, Dd, tD, R) + (N,)
+
+
+def _cross_from(uc, S, tS, Dd, tD, R):
+    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R)
+    Dt, _ = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R)
+    At, _ = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R)
+    Bt, _ = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R)
+    return Ct, Bt, At, Dt, eC
+
+
+def hermite_cross(su, tu, rtol):
+    """Student × teacher units when either side is smooth: (Ct, Bt, At, Dt, err, order)."""
+    R = _geometry(su, tu)
+    if su.kind == "smooth":
+        us = _coeffs(su, 0, rtol)
+        N = us.N
+    else:
+        us = None
+        N = None
+    if tu.kind == "link":
+        g = tu.link
+        if N is None:  # PL student: cannot happen (handled in _moments), keep for completeness
+            N = _link_order(g)
+        S, tS, Dd, tD = _link_seqs(g, tu.n, N, include_pl=True)
+    else:
+        if tu.kind == "smooth":
+            ut = _coeffs(tu, 0, rtol)
+            N = max(N or 0, ut.N)
+        else:
+            ut = None
+        if us is None:
+            us = _coeffs(su, N, rtol)
+        if ut is None:
+            ut = _coeffs(tu, N, rtol)
+        S, tS, Dd, tD = ut.S, ut.tails_S, ut.Dd, ut.tails_Dd
+    if us is None:
+        us = _coeffs(su, N, rtol)
+    return _cross_from(us, S, tS, Dd, tD, R) + (N,)
