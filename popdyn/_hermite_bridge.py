@@ -106,8 +106,11 @@ def _cross_from(uc, S, tS, Dd, tD, R):
 def hermite_cross(su, tu, rtol):
     """Student × teacher units when either side is smooth: (Ct, Bt, At, Dt, err, order)."""
     R = _geometry(su, tu)
+    # a smooth side paired with a slowly decaying PL/link side must converge further: the
+    # truncation error is ~ sqrt(t2_pl * t2_smooth) at |rho| -> 1 (PL tails decay algebraically)
+    pl_partner = tu.kind in ("pl", "link")
     if su.kind == "smooth":
-        us = _coeffs(su, 0, rtol)
+        us = _coeffs(su, 0, min(rtol, 1e-16) if pl_partner else rtol)
         N = us.N
     else:
         us = None
@@ -119,7 +122,7 @@ def hermite_cross(su, tu, rtol):
         S, tS, Dd, tD = _link_seqs(g, tu.n, N, include_pl=True)
     else:
         if tu.kind == "smooth":
-            ut = _coeffs(tu, 0, rtol)
+            ut = _coeffs(tu, 0, min(rtol, 1e-16) if su.kind == "pl" else rtol)
             N = max(N or 0, ut.N)
         else:
             ut = None

@@ -15,7 +15,7 @@ import pytest
 import popdyn
 from popdyn.objective import population_loss
 
-from ._cases import build, load_cases, outputs
+from _cases import build, load_cases, outputs
 
 CASES = load_cases()
 IDS = [c.get("name", f"case{i}") for i, c in enumerate(CASES)]
