@@ -78,3 +78,40 @@ def shared_prefix(plateaus) -> int:
     if not ends:
         raise ValueError("`plateaus` must be non-empty")
     return int(min(ends))
+
+
+def shared_plateau(plateaus, *, clock: str = "n"):
+    """The prefix shared by a cohort on either clock: min of the seeds' plateau endpoints in
+    updates (``clock="n"``, an int, same as :func:`shared_prefix`) or in flow time
+    (``clock="t"``, a float; every plateau must carry ``end_t``).
+
+    References
+    ----------
+    Seed paper 003, Figure 1 ("shading marks the loss-only plateau shared by all fifty seeds").
+    """
+    V.choice("clock", clock, ("n", "t"))
+    ps = list(plateaus)
+    if not ps:
+        raise ValueError("`plateaus` must be non-empty")
+    for p in ps:
+        if not isinstance(p, Plateau):
+            raise TypeError(f"`plateaus` must hold popdyn.Plateau objects, got {type(p).__name__}")
+    if clock == "n":
+        return int(min(p.end_n for p in ps))
+    if any(p.end_t is None for p in ps):
+        raise ValueError("`clock='t'` needs plateaus computed with the flow-time clock `t`")
+    return float(min(p.end_t for p in ps))
+
+
+STANDARD_RULES = (("delta", 1e-3), ("delta", 1e-4), ("ratio", 0.05), ("ratio", 0.01))
+"""The seed paper's prefixes: δ = 1e−3 and 1e−4 (Tables 3–4), the 5% ratio prefix and its 1%
+comparison boundary (Figure 2)."""
+
+
+def standard_plateaus(losses, *, n=None, t=None) -> dict:
+    """All the seed paper's prefixes of one normalized loss sequence, keyed
+    ``"delta=0.001"``, ``"delta=0.0001"``, ``"ratio=0.05"``, ``"ratio=0.01"``."""
+    out = {}
+    for rule, thr in STANDARD_RULES:
+        out[f"{rule}={thr:g}"] = plateau(losses, n=n, t=t, **{rule: thr})
+    return out

@@ -1,0 +1,23 @@
+"""Diagnostics of the seed paper (DESIGN §5; ../shared/seeds/003_40ccf210d3358dbe.txt).
+
+* :func:`agop` — the average gradient outer product M = s²Wᵀ(aaᵀ∘B)W;
+* :func:`alignment` — A_top, A_min, A_mean and the eigengap of M against a teacher subspace;
+* :func:`refit_risk` — frozen-feature refit risks (unrestricted, same-budget, bounded, projected);
+* :func:`neuron_geometry`, :func:`snap_to_axes`, :func:`angle_histogram` — neuron angles;
+* :func:`diagnose`, :func:`recorder`, :func:`series`, :func:`at_update`, :func:`checkpoints` —
+  all of them at a checkpoint, recorded along a run.
+"""
+from .agop import agop, agop_from_moments
+from .alignment import Alignment, alignment
+from .geometry import (NeuronGeometry, angle_histogram, importance, neuron_geometry,
+                       snap_to_axes, teacher_frame)
+from .record import Diagnostics, at_update, checkpoints, diagnose, recorder, series
+from .refit import (KINDS, Refit, RefitProblem, refit_problem, refit_risk, solve_ball,
+                    solve_cutoff)
+
+__all__ = [
+    "Alignment", "Diagnostics", "KINDS", "NeuronGeometry", "Refit", "RefitProblem", "agop",
+    "agop_from_moments", "alignment", "angle_histogram", "at_update", "checkpoints", "diagnose",
+    "importance", "neuron_geometry", "recorder", "refit_problem", "refit_risk", "series",
+    "snap_to_axes", "solve_ball", "solve_cutoff", "teacher_frame",
+]

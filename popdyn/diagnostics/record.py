@@ -1,0 +1,243 @@
+"""All diagnostics at one checkpoint, and a recorder for :func:`popdyn.train` (DESIGN §4, §5).
+
+:func:`diagnose` computes the moments once (C, B, μ0 and the teacher cross moments) and derives
+from them the AGOP, its alignment with the teacher subspace and the refit risks; the projected
+refit needs one more moment evaluation at the snapped weights.  :func:`recorder` returns the
+callable that :func:`popdyn.train` calls at every snapshot; its flat dict of scalars is stored in
+``Trajectory.records``, so a stored diagnostic is read back (:func:`series`) and never recomputed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _validate as V
+from .agop import agop_from_moments
+from .alignment import Alignment, alignment, check_subspace
+from .geometry import NeuronGeometry, neuron_geometry, snap_to_axes, teacher_frame
+from .refit import KINDS, _check_budget, _problem_from, _refit
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """The diagnostics of one checkpoint.
+
+    Attributes
+    ----------
+    agop : ndarray (d, d)
+    alignment : Alignment
+    refits : dict of str → Refit
+    geometry : NeuronGeometry or None
+    variance : float
+        V_Y.
+    """
+
+    agop: np.ndarray
+    alignment: Alignment
+    refits: dict
+    geometry: NeuronGeometry | None
+    variance: float
+    extra: dict = field(default_factory=dict)
+
+    def as_record(self) -> dict:
+        """Flat dict of scalars: alignment scores, refit risks in units of V_Y (``refit_<kind>``,
+        ``refit_<kind>_lower``, ``refit_<kind>_status``; ``refit_<kind>_budget`` for ball solves,
+        ``refit_<kind>_rank``, ``_cutoff`` and ``_discarded`` for cutoff solves), the AGOP eigenvalues λ_1..λ_{r+1} (``agop_top``), and with
+        geometry the importance-weighted 5° histograms (``hist_subspace``, ``hist_axis``) and
+        mean angles."""
+        rec = dict(self.alignment.as_dict())
+        al = self.alignment
+        rec["agop_top"] = al.eigenvalues[:min(al.r + 1, al.d)].tolist()
+        for kind, rf in self.refits.items():
+            rec.update(rf.as_dict(f"refit_{kind}"))
+        if self.geometry is not None:
+            g = self.geometry
+            rec["hist_subspace"] = g.histogram("subspace")[0].tolist()
+            rec["hist_axis"] = g.histogram("axis")[0].tolist()
+            rec["mean_subspace_angle"] = g.weighted_mean("subspace")
+            rec["mean_axis_angle"] = g.weighted_mean("axis")
+            if g.plane_angle is not None:
+                rec["hist_plane"] = g.histogram("plane")[0].tolist()
+        rec.update(self.extra)
+        return rec
+
+
+def _check_kinds(kinds) -> tuple:
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    try:
+        kinds = tuple(kinds)
+    except TypeError:
+        raise TypeError(f"`kinds` must be a sequence of refit kinds, got {kinds!r}") from None
+    for k in kinds:
+        V.choice("kinds", k, KINDS)
+    if len(set(kinds)) != len(kinds):
+        raise ValueError(f"`kinds` has duplicates: {kinds}")
+    return kinds
+
+
+def _settings(kinds, budget, rcond, geometry):
+    kinds = _check_kinds(kinds)
+    if "bounded" in kinds:
+        budget = _check_budget("bounded", budget)
+    elif budget is not None:
+        budget = V.real("budget", budget, positive=True)
+        if "projected" not in kinds:
+            raise ValueError("`budget` is used only by the kinds 'bounded' and 'projected'")
+    rcond = V.real("rcond", rcond, positive=True)
+    if not rcond < 1:
+        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
+    if not isinstance(geometry, (bool, np.bool_)):
+        raise TypeError(f"`geometry` must be a bool, got {geometry!r}")
+    return kinds, budget, rcond
+
+
+def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_budget"),
+             budget=None, geometry: bool = False, rcond: float = 1e-12,
+             equilibrate: bool = True, rtol: float = 1e-10, _checked: bool = False) -> Diagnostics:
+    """AGOP, alignment, refit risks (and optionally neuron geometry) at one checkpoint.
+
+    Parameters
+    ----------
+    student, params, teacher
+        The state to diagnose.
+    U : array_like (r, d), optional
+        Teacher subspace (orthonormal rows); default ``teacher.subspace``.  Also the axes of the
+        ``projected`` refit and of the geometry (default: the teacher's own directions).
+    kinds : sequence of str
+        Refit kinds (see :func:`popdyn.diagnostics.refit_risk`).
+    budget : float, optional
+        B for ``bounded`` (required) and ``projected`` (optional ball refit after snapping).
+    geometry : bool
+        Also compute the neuron geometry.
+    rcond, equilibrate, rtol
+        As in :func:`popdyn.diagnostics.refit_risk`.
+
+    References
+    ----------
+    Seed paper 003, Figures 1–2 (alignment, refit and geometry rows); DESIGN §5.
+    """
+    from .._moments import moments
+    from ..objective import _check
+
+    if not _checked:
+        _check(student, params, teacher)
+        kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
+        rtol = V.real("rtol", rtol, positive=True)
+    frame = teacher if U is None else U
+    S, axes = teacher_frame(frame, student.d)
+    M = moments(student, params, teacher, rtol=rtol, grad=False)
+    A = agop_from_moments(student, params, M.B)
+    al = alignment(A, S)
+    prob = None
+    refits = {}
+    for kind in kinds:
+        if kind == "projected":
+            snapped = params.replace(W=snap_to_axes(params.W, S, axes))
+            Mp = moments(student, snapped, teacher, rtol=rtol, grad=False)
+            refits[kind] = _refit(_problem_from(student, teacher, Mp), kind, budget,
+                                  rcond=rcond, equilibrate=equilibrate, params=snapped)
+            continue
+        if prob is None:
+            prob = _problem_from(student, teacher, M)
+        b = {"unrestricted": None, "bounded": budget,
+             "same_budget": float(np.linalg.norm(params.a))}[kind]
+        refits[kind] = _refit(prob, kind, b, rcond=rcond, equilibrate=equilibrate, params=params)
+    geo = neuron_geometry(params, S, axes=axes) if geometry else None
+    return Diagnostics(A, al, refits, geo, float(teacher.variance))
+
+
+def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
+             geometry: bool = False, rcond: float = 1e-12, equilibrate: bool = True,
+             rtol: float = 1e-10):
+    """A recorder for ``popdyn.train(..., recorder=...)`` computing :func:`diagnose` at snapshots.
+
+    The returned callable has the signature ``(student, params, teacher, *, n, t, loss) -> dict``
+    and returns :meth:`Diagnostics.as_record` plus ``n``, ``t``, ``loss`` (L = ½E[(f − y)²]) and
+    ``normalized_loss`` (2L/V_Y).  Settings are validated here, once.
+
+    Examples
+    --------
+    >>> import numpy as np, popdyn
+    >>> from popdyn.diagnostics import recorder, series
+    >>> T = popdyn.Teacher.additive("h2", np.eye(4)[:2])
+    >>> S = popdyn.Student(d=4, m=6)
+    >>> tr = popdyn.train(S, S.init(0, 0.1, T), T, method="gd", lr=0.1, max_updates=3,
+    ...                   recorder=recorder())
+    >>> series(tr, "a_min").shape == (len(tr),)
+    True
+    """
+    kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
+    if U is not None:
+        U = check_subspace(U)
+    rtol = V.real("rtol", rtol, positive=True)
+    if not isinstance(equilibrate, (bool, np.bool_)):
+        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+
+    def record(student, params, teacher, *, n, t, loss) -> dict:
+        D = diagnose(student, params, teacher, U=U, kinds=kinds, budget=budget,
+                     geometry=geometry, rcond=rcond, equilibrate=bool(equilibrate), rtol=rtol,
+                     _checked=True)
+        rec = {"n": int(n), "t": float(t), "loss": float(loss),
+               "normalized_loss": 2.0 * float(loss) / D.variance}
+        rec.update(D.as_record())
+        return rec
+
+    record.kinds = kinds
+    record.budget = budget
+    return record
+
+
+def series(trajectory, key: str) -> np.ndarray:
+    """The stored values of ``key`` over a trajectory's snapshots (from ``Trajectory.records``
+    or a list of records), as an array; raises ``KeyError`` naming the available keys."""
+    records = getattr(trajectory, "records", trajectory)
+    if not isinstance(records, (list, tuple)) or not records:
+        raise ValueError("`trajectory` has no diagnostic records (train with recorder=...)")
+    if key not in records[0]:
+        raise KeyError(f"no diagnostic {key!r}; recorded keys: {sorted(records[0])}")
+    vals = [r[key] for r in records]
+    try:
+        return np.array(vals, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array(vals, dtype=object)
+
+
+def at_update(trajectory, n: int) -> int:
+    """Index of the last snapshot with update count ≤ ``n`` (the last diagnostic inside a
+    prefix ending at update n; seed paper Table 3: "P is the last diagnostic inside the
+    prefix")."""
+    n = V.nonneg_int("n", n)
+    sn = np.asarray(trajectory.snap_n)
+    i = int(np.searchsorted(sn, n, side="right")) - 1
+    if i < 0:
+        raise ValueError(f"no snapshot at or before update {n}")
+    return i
+
+
+def checkpoints(trajectory, *, delta: float = 1e-3) -> dict:
+    """The paper's three checkpoints of a recorded run: initialization, the last diagnostic inside
+    the δ-prefix of the normalized loss (the end of the plateau), and the finish.
+
+    Returns
+    -------
+    dict
+        ``plateau`` (:class:`popdyn.Plateau` on both clocks), ``index`` and ``record`` (dicts
+        keyed ``init``, ``plateau``, ``final``: snapshot indices and their stored records), and
+        ``loss_change`` = ℓ(P) − ℓ(0) of the normalized loss at the plateau checkpoint P.
+
+    References
+    ----------
+    Seed paper 003, Tables 3–4 ("P is the last diagnostic inside the prefix").
+    """
+    from ..plateau import plateau
+
+    if not getattr(trajectory, "records", None):
+        raise ValueError("`trajectory` has no diagnostic records (train with recorder=...)")
+    ell = trajectory.normalized_loss
+    pl = plateau(ell, delta=delta, n=trajectory.n, t=trajectory.t)
+    idx = {"init": 0, "plateau": at_update(trajectory, pl.end_n), "final": len(trajectory) - 1}
+    recs = {k: trajectory.records[i] for k, i in idx.items()}
+    return {"plateau": pl, "index": idx, "record": recs,
+            "loss_change": float(ell[trajectory.snap_n[idx["plateau"]]] - ell[0])}
