@@ -2,9 +2,11 @@
 
 Public API (see README.md): :class:`Student`, :class:`Params`, :class:`Teacher`,
 :func:`population_loss`, :func:`population_grad`, :func:`train`, :class:`Trajectory`,
-:class:`Schedule`, :func:`plateau`.
+:class:`Schedule`, :func:`plateau`; diagnostics :func:`agop`, :func:`alignment`,
+:func:`refit_risk` (more in :mod:`popdyn.diagnostics`).
 """
 from .activations import ACTIVATIONS
+from .diagnostics import agop, alignment, refit_risk
 from .dynamics import Schedule, Trajectory, train
 from .models import Params, Student
 from .objective import fit_intercept, loss_and_grad, population_grad, population_loss
@@ -14,7 +16,7 @@ from .teachers import Teacher
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACTIVATIONS", "Params", "Plateau", "Schedule", "Student", "Teacher", "Trajectory",
+    "ACTIVATIONS", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "Teacher", "Trajectory",
     "fit_intercept", "loss_and_grad", "plateau", "population_grad", "population_loss",
     "shared_prefix", "train", "__version__",
 ]

@@ -16,8 +16,8 @@ def _fmt(x, nd=6):
 
 
 def cmd_run(args) -> int:
+    from .diagnostics import checkpoints, recorder
     from .dynamics import train
-    from .plateau import plateau
 
     path = args.config or data_path("configs", "smoke.toml")
     cfg = _config.load(path)
@@ -33,21 +33,31 @@ def cmd_run(args) -> int:
     print(f"  teacher: {teacher.kind} {tdesc}, rank {teacher.k}; E[y] = {teacher.mean:.6g}, "
           f"V_Y = {teacher.variance:.6g}")
     print(f"  integrator: {kw.get('method', 'flow')}; loss target {kw.get('loss_target', 0)} (units of V_Y)")
-    print()
-    hdr = (f"{'seed':>4}  {'L0/V_Y':>9}  {'plateau end (1e-3)':>26}  {'final':>9}  "
-           f"{'updates':>7}  {'time t':>9}  {'status':>9}  {'wall s':>6}")
-    print("  losses are MSE/V_Y = 2L/V_Y; plateau end = last update with |l_n - l_0| <= 1e-3")
-    print(hdr)
+    print("  losses and refit risks are MSE/V_Y; P = last diagnostic inside the plateau "
+          "|l_n - l_0| <= 1e-3 (DESIGN §5)")
+    rec = recorder(teacher.subspace, kinds=("unrestricted", "same_budget"))
     t_all = time.perf_counter()
+    rows = []
     for seed in seeds:
         p0 = student.init(seed, init["scale"], teacher if init.get("fit_intercept", True) else None)
-        tr = train(student, p0, teacher, **kw)
+        tr = train(student, p0, teacher, recorder=rec, **kw)
+        ck = checkpoints(tr, delta=1e-3)
+        pl = ck["plateau"]
         ell = tr.normalized_loss
-        pl = plateau(ell, delta=1e-3, n=tr.n, t=tr.t)
-        pe = f"{ell[pl.end]:.6f} @ n={pl.end_n}, t={pl.end_t:.1f}"
-        print(f"{seed:>4}  {ell[0]:>9.6f}  {pe:>26}  {ell[-1]:>9.6f}  {tr.n[-1]:>7d}  "
-              f"{tr.t[-1]:>9.2f}  {tr.status:>9}  {tr.info['wall_time']:>6.2f}")
-    print(f"\n  total wall time {time.perf_counter() - t_all:.1f} s")
+        print(f"\n  seed {seed}: {tr.status} after {tr.n[-1]} updates, t = {tr.t[-1]:.2f}, "
+              f"wall {tr.info['wall_time']:.2f} s")
+        print(f"    plateau (1e-3) ends at n = {pl.end_n}, t = {pl.end_t:.2f}; loss change at P: "
+              f"{ck['loss_change']:+.2e}")
+        print(f"    {'':>6} {'n':>6} {'t':>8} {'loss':>9} {'A_top':>6} {'A_min':>6} {'A_mean':>6} "
+              f"{'R_unres':>8} {'R_same':>8}")
+        for key, lab in (("init", "init"), ("plateau", "P"), ("final", "finish")):
+            r = ck["record"][key]
+            print(f"    {lab:>6} {r['n']:>6d} {r['t']:>8.2f} {r['normalized_loss']:>9.6f} "
+                  f"{r['a_top']:>6.3f} {r['a_min']:>6.3f} {r['a_mean']:>6.3f} "
+                  f"{r['refit_unrestricted']:>8.4f} {r['refit_same_budget']:>8.4f}")
+        rows.append((seed, ell[0], ell[-1]))
+    print(f"\n  isotropic reference for A_mean: r/d = {teacher.subspace.shape[0] / student.d:.3f}; "
+          f"total wall time {time.perf_counter() - t_all:.1f} s")
     return 0
 
 
