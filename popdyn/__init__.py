@@ -5,6 +5,7 @@ Public API (see README.md): :class:`Student`, :class:`Params`, :class:`Teacher`,
 :class:`Schedule`, :func:`plateau`; diagnostics :func:`agop`, :func:`alignment`,
 :func:`refit_risk` (more in :mod:`popdyn.diagnostics`).
 """
+from . import finite, gauge
 from .activations import ACTIVATIONS
 from .diagnostics import agop, alignment, refit_risk
 from .dynamics import Schedule, Trajectory, train

@@ -15,6 +15,10 @@ import numpy as np
 from ._kernels.geometry import pair_geometry
 from ._kernels import plmoments as _pl
 
+# tolerances of the closed-form kernels, always passed explicitly (numba dispatches defaulted
+# arguments through its slow generic path; STYLE item 3: every tolerance a parameter)
+_PL_TOLS = (_pl.RTOL, _pl.ATOL, _pl.QTOL, _pl.MAXINT)
+
 
 @dataclass
 class UnitSet:
@@ -104,7 +108,7 @@ def _pl_self(u: UnitSet):
     m = u.n
     R, OMR, OPR = geometry(u, u)
     C = np.empty((m, m)); B = np.empty((m, m)); A = np.empty((m, m)); D = np.empty((m, m))
-    _pl.pl_self_moments(u.p, u.q, u.al, u.be, R, OMR, OPR, C, B, A, D)
+    _pl.pl_self_moments(u.p, u.q, u.al, u.be, R, OMR, OPR, C, B, A, D, *_PL_TOLS)
     mu0 = np.empty(m); mu1 = np.empty(m); mu2 = np.empty(m)
     _pl.pl_first_moments(u.p, u.q, u.al, u.be, mu0, mu1, mu2)
     return C, B, A, D, mu0, mu1, mu2
@@ -116,7 +120,7 @@ def _pl_pair(u1: UnitSet, u2: UnitSet, p2=None, q2=None):
     C = np.empty(shape); B = np.empty(shape); A = np.empty(shape); D = np.empty(shape)
     _pl.pl_pair_moments(u1.p, u1.q, u1.al, u1.be,
                         u2.p if p2 is None else p2, u2.q if q2 is None else q2, u2.al, u2.be,
-                        R, OMR, OPR, C, B, A, D)
+                        R, OMR, OPR, C, B, A, D, *_PL_TOLS)
     return C, B, A, D
 
 

@@ -62,12 +62,17 @@ def cmd_run(args) -> int:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "check":
+        from proofs_checks.cli import main as check_main
+        return check_main(argv[1:])
     parser = argparse.ArgumentParser(prog="popdyn", description=__doc__)
     sub = parser.add_subparsers(dest="cmd")
     run = sub.add_parser("run", help="run the embedded default (data/configs/smoke.toml) or a config")
     run.add_argument("config", nargs="?", help="TOML run configuration (default: the embedded smoke config)")
     run.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds")
     run.set_defaults(func=cmd_run)
+    sub.add_parser("check", help="run theorem checks: popdyn check NAME... | --all [--quick|--full]")
     args = parser.parse_args(argv)
     if args.cmd is None:
         parser.print_help()

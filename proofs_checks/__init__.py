@@ -1,1 +1,19 @@
-"""placeholder"""
+"""proofs_checks: named theorem checks returning pass / fail / undecided verdicts.
+
+Each check is a function of keyword settings returning a :class:`Verdict` (the theorem's
+constant, the measured bracket and its provenance, the margin, the settings used), registered
+under a name with ``quick`` (CI) and ``full`` (paper) settings.  Run them with
+:func:`run_check` or from the command line, ``popdyn check NAME [--quick|--full]`` /
+``popdyn check --all`` (:func:`proofs_checks.cli.main`).
+
+Registered checks: ``reaction_transport``, ``balancedness``, ``gauge_separation``, ``ownership``
+(the gauge / feature-ownership seed paper; DESIGN §7).
+"""
+from ._core import (CHECKS, KINDS, PROVENANCES, VERDICTS, Check, Verdict, combine, decide,
+                    get_check, make_verdict, register, run_check, summary_verdict)
+from . import balancedness, gauge_separation, ownership, reaction_transport  # noqa: F401  (register)
+
+__all__ = [
+    "CHECKS", "Check", "KINDS", "PROVENANCES", "VERDICTS", "Verdict", "combine", "decide",
+    "get_check", "make_verdict", "register", "run_check", "summary_verdict",
+]

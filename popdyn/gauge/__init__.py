@@ -1,0 +1,44 @@
+"""Gauge, reaction–transport decomposition and feature ownership (DESIGN §7).
+
+For a positively homogeneous student (relu, leaky_relu) the scaling gauge
+(a, w, b) → (λa, w/λ, b/λ) preserves the function; this module computes
+
+* :func:`decompose` — per-neuron coefficient c = a|ŵ|, direction θ = ŵ/|ŵ| (ŵ = (w, b) ∈ R^{d+1}
+  with biases), G, H, ċ, θ̇, reaction mobility a² + |ŵ|², direction speed a/|ŵ|, and the exact
+  split of the dissipation −dL/dt = ‖∇L‖² into reaction, transport (and intercept) parts;
+* :func:`apply`, :func:`set_ratio` — the gauge in its two parametrizations;
+  :func:`conserved`, :func:`conserved_drift` — the invariants a² − |w|² − b² and their drift;
+* :func:`specialization_times`, :func:`specialization_time` — bracketed specialization times on
+  the update and flow clocks;
+* :func:`gauge_sweep`, :func:`regime_table` — opposite-gauge time ratios and local log-log slopes,
+  reproducing DESIGN §7's table; :func:`reduced_specialization_times` — the exact reduced (c, φ)
+  single-neuron flow behind them;
+* :func:`ownership` — duplicate-neuron ownership experiments in population and finite-sample
+  training.
+
+References
+----------
+The gauge / feature-ownership seed paper (third abstract of ../shared/seeds/000_785eb18d2f81c56d.txt);
+DESIGN §7.
+"""
+from ._bracket import NumericalBracket
+from ._decompose import (Decomposition, Drift, alignment, apply, conserved, conserved_drift,
+                         contributions, decompose, group_contribution, identity_residuals,
+                         require_homogeneous, set_ratio)
+from ._ownership import OTHERS, OwnershipRun, duplicate_start, ownership
+from ._reduced import (check_thresholds, engine_specialization_time, ratio_start, reduced_rhs,
+                       reduced_specialization_times, reduced_vs_engine, single_neuron_problem)
+from ._sweep import (PARAMETRIZATIONS, REGIMES, Regime, RegimeResult, Sweep, SweepPoint,
+                     format_regime_table, gauge_sweep, regime_table)
+from ._times import RefinedTimes, SpecializationTimes, specialization_time, specialization_times
+
+__all__ = [
+    "Decomposition", "Drift", "NumericalBracket", "OTHERS", "OwnershipRun", "PARAMETRIZATIONS",
+    "REGIMES", "RefinedTimes", "Regime", "RegimeResult", "SpecializationTimes", "Sweep",
+    "SweepPoint", "alignment", "apply", "check_thresholds", "conserved", "conserved_drift",
+    "contributions", "decompose", "duplicate_start", "engine_specialization_time",
+    "format_regime_table", "gauge_sweep", "group_contribution", "identity_residuals", "ownership", "ratio_start",
+    "reduced_rhs", "reduced_specialization_times", "reduced_vs_engine", "regime_table",
+    "require_homogeneous", "set_ratio", "single_neuron_problem", "specialization_time",
+    "specialization_times",
+]
