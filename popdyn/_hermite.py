@@ -334,9 +334,12 @@ def _pl_coefficients(p, q, al, be, N, rtol):
     trivial = (al == 0) | (p == 0.0)  # S[k>=2], Dd[n>=1], Dd2 vanish exactly
     # coefficient error estimate: recurrence and products, relative to the Cramér envelope
     scale = np.maximum(np.abs(S).max(axis=1), np.maximum(env * np.maximum(al, 1.0), 0.0))
-    err = 8.0 * (N + 2) * _U * scale
-    err_d = 8.0 * (N + 2) * _U * np.maximum(np.abs(Dd).max(axis=1), env)
-    err_d2 = 8.0 * (N + 2) * _U * env
+    # conditioning: the rounding of b = beta/alpha moves every coefficient by ~ b^2 u (relative)
+    with np.errstate(over="ignore"):
+        cond = 1.0 + np.minimum(b * b, 1e30)
+    err = 8.0 * (N + 2) * _U * scale * cond
+    err_d = 8.0 * (N + 2) * _U * np.maximum(np.abs(Dd).max(axis=1), env) * cond
+    err_d2 = 8.0 * (N + 2) * _U * env * cond
 
     def parseval(C, e):
         s = np.sum(C * C, axis=1)
