@@ -27,7 +27,7 @@ def _is_pl(case):
 
 
 def _tol(case):
-    return (1e-12, 1e-14) if _is_pl(case) else (1e-10, 1e-12)
+    return (1e-12, 1e-14) if _is_pl(case) else (1e-10, 1e-10)
 
 
 def _close(got, want, rtol, atol, scale):
