@@ -1,0 +1,532 @@
+"""Closed-form pair moments of piecewise-linear (PL) units on Gaussian inputs.
+
+A PL unit is σ(t) = p·relu(t) + q·t applied to t = α θ·x + β, x ~ N(0, I_d), α ≥ 0, |θ| = 1.
+(relu: (p, q) = (1, 0); leaky_relu with slope s: (1 − s, s); |t|: (2, −1); identity: (0, 1).)
+Derivatives are with respect to t: σ'(t) = p·1{t > 0} + q (1{0 > 0} = 0) and ασ'' = p·α·δ(t).
+For unit i of set 1 and unit j of set 2, with ρ = θᵢ·θⱼ,
+
+    C_ij = E[σᵢ σⱼ],  B_ij = E[σ'ᵢ σ'ⱼ],  A_ij = E[αᵢ σ''ᵢ σⱼ],  D_ij = E[σ'ᵢ σⱼ]
+
+(A and D are not symmetric).  A_ij = pᵢ φ(βᵢ/αᵢ) E[σⱼ | tᵢ = 0] for αᵢ > 0 and 0 for αᵢ = 0.
+
+Method (all float64, numba)
+---------------------------
+*Canonical ramps.*  For αᵢ > 0 write h = βᵢ/αᵢ, x = |h| ≥ 0 and s = sign so that
+relu(t) = α (Z̃ − x)₊ (h ≤ 0, s = +1) or relu(t) = t + α (Z̃ − x)₊ (h > 0, s = −1), Z̃ = s·θ·x.
+Every unit is then σ = P·α·g + Q·t with the *tail-side* ramp g = (Z̃ − x)₊ (P = p;
+Q = q or p + q).  Linear parts are integrated exactly by Stein's lemma
+(E[t g(·)] = β E[g] + Cov · E[g']), so only ramp–ramp terms need the bivariate normal:
+with x, y ≥ 0 and correlation r̃ = sᵢsⱼρ (1 ∓ r̃ taken from OMR/OPR without cancellation),
+
+    P̃ = P(Z̃₁>x, Z̃₂>y) = Φ₂(−x, −y; r̃)
+    S̃ᵢⱼ = E[1{Z̃₁>x}(Z̃₂−y)₊] = aⱼ + r̃ aᵢ − y P̃,      aᵢ = φ(x) Φ((r̃x − y)/σ̃)
+    R̃ = E[(Z̃₁−x)₊(Z̃₂−y)₊] = (xy + r̃) P̃ − x aⱼ − y aᵢ + σ̃ φ(x) φ((y − r̃x)/σ̃)
+
+(DESIGN §3 with h = −x, k = −y), σ̃ = √((1−r̃)(1+r̃)), and the exponent written as
+(x−y)²/σ̃² + 2xy/(1+r̃).  Because x, y ≥ 0, r̃ = −1 gives exactly zero and r̃ = 1 gives the 1-D
+forms P̃ = Hh₀(M), R̃ = 2Hh₂(M) + |x−y| Hh₁(M) (M = max(x, y)), with Hh_n the stable
+upper-tail ramp moments of :func:`popdyn._kernels.bvn.norm_hh`.
+
+*Tails.*  In the tails (x, y ≳ 3) the closed forms for R̃ and S̃ cancel (terms ~x²Φ(−x) for a
+value ~φ(x)/x³).  Every closed-form value carries an error estimate (eps × the terms combined,
+plus the Φ₂ rounding); when the estimate could exceed ``rtol``·|moment| + ``atol``·scale
+(scale = product of the units' RMS sizes of σ or σ'), the four ramp quantities are recomputed
+as 1-D integrals of positive integrands, e.g.
+R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive Gauss–Kronrod (7–15)
+with relative tolerance ``qtol``.
+
+*Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
+exactly linear in float64: Φ(−40) underflows), ρ = ±1, ρ within 1e−12 of ±1 (through OMR/OPR),
+β = 0; h = β/α is never formed when it could overflow.
+
+References
+----------
+DESIGN.md §2–§3.  S. Rosenbaum, "Moments of a truncated bivariate normal distribution",
+J. R. Stat. Soc. B 23 (1961) 405–408 (the truncated moments behind R̃, S̃).
+"""
+import math
+
+import numpy as np
+
+from ._jit import jit
+from .bvn import _bvn_err, _interval_prob, mills3, norm_cdf, norm_hh, norm_pdf
+
+__all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments"]
+
+_EPS = 2.220446049250313e-16
+_INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TWOPI = 2.0 * math.pi
+# |β| > _HBIG·α: relu(t) is exactly 0 or exactly t in float64 (Φ(−40) underflows)
+_HBIG = 40.0
+# h > _REFLECT: relu(t) = t + relu(−t), so that the ramp left over is the small (tail) part
+_REFLECT = 1.0
+
+# Gauss–Kronrod 7–15 on [−1, 1] (nodes ≥ 0; the last node is 0); Gauss weights at odd indices
+_XGK = np.array([0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
+                 0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
+                 0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
+                 0.207784955007898467600689403773245, 0.0])
+_WGK = np.array([0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
+                 0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
+                 0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
+                 0.204432940075298892414161999234649, 0.209482141084727828012999174891714])
+_WG = np.array([0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
+                0.381830050505118944950369775488975, 0.417959183673469387755102040816327])
+
+# default tolerances of the kernels
+RTOL = 5e-14       # relative error target of each moment (triggers the quadrature path)
+ATOL = 5e-16       # absolute error target in units of the pair's RMS scale
+QTOL = 1e-14       # relative tolerance of the adaptive quadrature (GK's estimate is pessimistic)
+MAXINT = 200       # maximal number of subintervals of the adaptive quadrature
+
+
+# ----------------------------------------------------------------------------- single units
+@jit
+def _split(a):
+    """Dekker's splitting a = hi + lo with 26-bit halves (exact)."""
+    c = 134217729.0 * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+@jit
+def _two_prod(a, b):
+    """a·b = p + e exactly (Dekker; no fma needed)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+@jit
+def _h_phi(be, al):
+    """h = β/α rounded, and φ(β/α) with the exact quotient: the rounding of h is not amplified
+    by the exponent (|h| up to 38: relative error a few ulp instead of h²·eps)."""
+    h = be / al
+    p, e = _two_prod(h, al)
+    d = ((be - p) - e) / al        # β/α = h + d
+    s, t = _two_prod(h, h)         # h² = s + t
+    # φ = exp(−s/2) · exp(−(t/2 + h d)), s/2 exact
+    return h, math.exp(-0.5 * s) * math.exp(-(0.5 * t + h * d)) * _INV_SQRT2PI
+
+
+@jit
+def _unit(p, q, al, be):
+    """Canonical form of one unit.
+
+    Returns (P, Q, s, x, pd, H0, H1, H2, ph, mu0, mu1, mu2, rms0, rms1):
+    σ = P·α·(Z̃ − x)₊ + Q·t with Z̃ = s·θ·x; pd·φ(x) = E[ασ''] weight (0 for a linear unit);
+    Hh_n(x), φ(x); first moments μ0 = E[σ], μ1 = E[σ'], μ2 = E[ασ'']; RMS of σ and σ'.
+    Linear units (α = 0, or |β| > 40α, or p = 0) have P = 0, Q = L with σ = L·t exactly.
+    """
+    if al > 0.0 and abs(be) <= _HBIG * al and p != 0.0:
+        h = be / al
+        if h <= _REFLECT:
+            s = 1.0
+            x = -h
+            Q = q
+        else:
+            s = -1.0
+            x = h
+            Q = p + q
+        P = p
+        h, ph = _h_phi(be, al)
+        if x >= 0.0:
+            t0, t1, t2 = mills3(x)
+            H0 = ph * t0
+            H1 = ph * t1
+            H2 = ph * t2
+        else:
+            H0, H1, H2 = norm_hh(x)
+        mu0 = P * al * H1 + Q * be
+        mu1 = P * s * H0 + Q
+        mu2 = p * ph
+        c = P * P + 2.0 * s * P * Q
+        rms0 = al * math.sqrt(max(0.0, 2.0 * H2 * c + Q * Q * (1.0 + x * x)))
+        rms1 = math.sqrt(max(0.0, H0 * c + Q * Q))
+        return P, Q, s, x, p, H0, H1, H2, ph, mu0, mu1, mu2, rms0, rms1
+    # linear (or constant) unit: σ = L t, σ' = L
+    if be > 0.0:
+        L = p + q
+    else:
+        L = q
+    return (0.0, L, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, L * be, L, 0.0,
+            abs(L) * math.hypot(al, be), abs(L))
+
+
+@jit
+def pl_first_moments(p, q, al, be, mu0, mu1, mu2):
+    """First moments per unit: mu0 = E[σ], mu1 = E[σ'], mu2 = E[ασ''] = p φ(β/α) (0 if α = 0).
+
+    Parameters are float64 arrays of one length m; the results are written into mu0, mu1, mu2.
+    Full relative accuracy also in the tails (E[relu] = α Hh₁(|h|) + ... via stable ramp
+    moments, not φ(h) + hΦ(h)).
+    """
+    for i in range(al.shape[0]):
+        u = _unit(p[i], q[i], al[i], be[i])
+        mu0[i] = u[9]
+        mu1[i] = u[10]
+        mu2[i] = u[11]
+
+
+# ------------------------------------------------------------------ ramp–ramp, closed forms
+@jit
+def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
+    """Closed-form ramp–ramp moments for thresholds x, y ≥ −1, correlation rt (om = 1 − rt,
+    op = 1 + rt).
+
+    Returns (P, Sij, Sji, R, eP, eSij, eSji, eR), the e* being rounding-error estimates.
+    """
+    if om <= 0.0:  # rt = 1: Z̃₂ = Z̃₁
+        if x >= y:
+            P = H0x
+            Sij = H1x + (x - y) * H0x
+            Sji = H1x
+            R = 2.0 * H2x + (x - y) * H1x
+        else:
+            P = H0y
+            Sij = H1y
+            Sji = H1y + (y - x) * H0y
+            R = 2.0 * H2y + (y - x) * H1y
+        return P, Sij, Sji, R, _EPS * P, 2 * _EPS * Sij, 2 * _EPS * Sji, 2 * _EPS * R
+    if op <= 0.0:  # rt = −1: Z̃₂ = −Z̃₁, both ramps positive only on x < Z̃₁ < −y
+        if x + y >= 0.0:
+            return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        P = _interval_prob(x, -y)
+        dph = phx - phy
+        Sij = -y * P - dph
+        Sji = dph - x * P
+        R = (x * y - 1.0) * P - y * phx - x * phy
+        m = P + phx + phy
+        return P, Sij, Sji, R, 2 * _EPS * m, 4 * _EPS * m, 4 * _EPS * m, 8 * _EPS * m
+    s2 = om * op
+    sig = math.sqrt(s2)
+    P, eP = _bvn_err(-x, -y, rt, om, op, False)
+    dyx = y - x
+    wi = (dyx + om * x) / sig     # (y − rt x)/σ
+    wj = (om * y - dyx) / sig     # (x − rt y)/σ
+    ai = phx * norm_cdf(-wi)      # φ(x) Φ((rt x − y)/σ)
+    aj = phy * norm_cdf(-wj)
+    E = 0.5 * (dyx * dyx / s2 + 2.0 * x * y / op)
+    ex = math.exp(-E) / _TWOPI    # φ(x)φ(wi) = φ(y)φ(wj)
+    Sij = aj + rt * ai - y * P
+    Sji = ai + rt * aj - x * P
+    cP = x * y + rt
+    R = cP * P - x * aj - y * ai + sig * ex
+    # error scales: each factor carries the rounding of its argument, amplified by the
+    # argument's size (exp(−E): E·eps, Φ(−w): w²·eps, φ(x): x²·eps)
+    art = abs(rt)
+    eP = eP + 2.0 * _EPS * E * P
+    ea = _EPS * (3.0 + x * x + wi * wi) * ai
+    eb = _EPS * (3.0 + y * y + wj * wj) * aj
+    ee = _EPS * (3.0 + 2.0 * E) * sig * ex
+    eSij = eb + art * ea + _EPS * (aj + art * ai + y * P) + abs(y) * eP
+    eSji = ea + art * eb + _EPS * (ai + art * aj + x * P) + abs(x) * eP
+    eR = (abs(x) * eb + abs(y) * ea + ee + abs(cP) * eP
+          + 2.0 * _EPS * (abs(cP) * P + abs(x) * aj + abs(y) * ai + sig * ex))
+    return P, Sij, Sji, R, eP, eSij, eSji, eR
+
+
+# ------------------------------------------------------------- ramp–ramp, quadrature path
+@jit
+def _ramps_integrand(u, x, y, rt, om, sig, f):
+    """Integrands (relative to φ(x)) at Z̃₁ = x + u: [P̃, S̃ji, S̃ij, R̃] components."""
+    e = math.exp(-u * (x + 0.5 * u))
+    w = ((y - x) + om * x - rt * u) / sig      # (y − rt(x+u))/σ
+    if w >= 0.0:
+        t0, t1, _ = mills3(w)
+        pw = norm_pdf(w)
+        h0 = pw * t0
+        h1 = pw * t1
+    else:
+        h0 = norm_cdf(-w)
+        h1 = norm_pdf(w) - w * h0
+    f[0] = e * h0
+    f[1] = u * e * h0
+    f[2] = e * sig * h1
+    f[3] = u * e * sig * h1
+
+
+@jit
+def _gk15(a, b, x, y, rt, om, sig, res, err, f):
+    """Gauss–Kronrod 7–15 of the 4 integrands on [a, b] into res[0:4], err[0:4]."""
+    c = 0.5 * (a + b)
+    hw = 0.5 * (b - a)
+    _ramps_integrand(c, x, y, rt, om, sig, f)
+    for m in range(4):
+        res[m] = _WGK[7] * f[m]
+        err[m] = _WG[3] * f[m]
+    for i in range(7):
+        d = hw * _XGK[i]
+        for sgn in range(2):
+            _ramps_integrand(c - d if sgn == 0 else c + d, x, y, rt, om, sig, f)
+            for m in range(4):
+                res[m] += _WGK[i] * f[m]
+                if i % 2 == 1:
+                    err[m] += _WG[i // 2] * f[m]
+    for m in range(4):
+        res[m] *= hw
+        err[m] = abs(res[m] - err[m] * hw)
+
+
+@jit
+def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
+    """(P̃, S̃ij, S̃ji, R̃) for x ≥ y (≥ −1) by global adaptive GK15 over Z̃₁ = x + u, u ∈ [0, U]."""
+    sig = math.sqrt(om * op)
+    U = math.sqrt(x * x + 160.0) - x          # x U + U²/2 = 80
+    # initial partition: graded on the decay scale 1/max(x, 1) of e^{−xu−u²/2} near u = 0, and
+    # around the turning point of the conditional factor (w = 0 at u_t = y/rt − x) when it is
+    # sharper than that scale (width σ/rt)
+    pts = np.empty(48)
+    npt = 0
+    pts[npt] = 0.0
+    npt += 1
+    pts[npt] = U
+    npt += 1
+    lsc = 1.0 / max(x, 1.0)
+    for c in (0.25, 1.0, 4.0):
+        v = c * lsc
+        if v < U:
+            pts[npt] = v
+            npt += 1
+    if rt > 0.0:
+        ut = (y - x + om * x) / rt
+        wdt = sig / rt
+        if ut > 0.0 and ut < U:
+            pts[npt] = ut
+            npt += 1
+        if wdt < 0.5 * lsc:
+            d = wdt
+            while d < U and npt < 46:
+                if ut - d > 0.0 and ut - d < U:
+                    pts[npt] = ut - d
+                    npt += 1
+                if ut + d > 0.0 and ut + d < U:
+                    pts[npt] = ut + d
+                    npt += 1
+                d *= 4.0
+    bp = np.sort(pts[:npt])
+    # interval store
+    A = np.empty(maxint)
+    Bnd = np.empty(maxint)
+    RES = np.empty((maxint, 4))
+    ERR = np.empty((maxint, 4))
+    f = np.empty(4)
+    res = np.empty(4)
+    er = np.empty(4)
+    n = 0
+    for i in range(npt - 1):
+        if bp[i + 1] > bp[i] and n < maxint:
+            A[n] = bp[i]
+            Bnd[n] = bp[i + 1]
+            _gk15(bp[i], bp[i + 1], x, y, rt, om, sig, res, er, f)
+            for m in range(4):
+                RES[n, m] = res[m]
+                ERR[n, m] = er[m]
+            n += 1
+    tot = np.zeros(4)
+    ter = np.zeros(4)
+    while True:
+        for m in range(4):
+            tot[m] = 0.0
+            ter[m] = 0.0
+        for i in range(n):
+            for m in range(4):
+                tot[m] += RES[i, m]
+                ter[m] += ERR[i, m]
+        ok = True
+        for m in range(4):
+            if ter[m] > qtol * tot[m]:
+                ok = False
+        if ok or n + 1 >= maxint:
+            break
+        # bisect the interval with the largest error relative to its component total
+        best = -1.0
+        ib = 0
+        for i in range(n):
+            for m in range(4):
+                if tot[m] > 0.0:
+                    v = ERR[i, m] / tot[m]
+                    if v > best:
+                        best = v
+                        ib = i
+        a = A[ib]
+        b = Bnd[ib]
+        c = 0.5 * (a + b)
+        if not (c > a and c < b):
+            break
+        _gk15(a, c, x, y, rt, om, sig, res, er, f)
+        for m in range(4):
+            RES[ib, m] = res[m]
+            ERR[ib, m] = er[m]
+        Bnd[ib] = c
+        _gk15(c, b, x, y, rt, om, sig, res, er, f)
+        A[n] = c
+        Bnd[n] = b
+        for m in range(4):
+            RES[n, m] = res[m]
+            ERR[n, m] = er[m]
+        n += 1
+    return phx * tot[0], phx * tot[2], phx * tot[1], phx * tot[3]
+
+
+# --------------------------------------------------------------------------- one pair
+@jit
+def _cond_mean(b, ah, rho, omr, opr):
+    """b + ρ·ah (ah = α_j·Z₁ at the conditioning point Z₁ = −h_i), as b + ah − (1−ρ)ah for
+    ρ ≥ 0 and b − ah + (1+ρ)ah for ρ < 0, so that ρ near ±1 adds no rounding."""
+    if rho >= 0.0:
+        return (b + ah) - omr * ah
+    return (b - ah) + opr * ah
+
+
+@jit
+def _cond_sigma(p, q, mu, tau):
+    """E[p relu(T) + q T] for T ~ N(mu, tau²), with the ramp always taken on its tail side."""
+    if mu > 0.0:
+        if tau == 0.0 or mu > _HBIG * tau:
+            return (p + q) * mu
+        return (p + q) * mu + p * tau * norm_hh(mu / tau)[1]
+    if tau == 0.0 or -mu > _HBIG * tau:
+        return q * mu
+    return q * mu + p * tau * norm_hh(-mu / tau)[1]
+
+
+@jit
+def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag,
+                  rtol, atol, qtol, maxint):
+    """All pair moments of unit i (set 1) and unit j (set 2).  Returns (C, B, Aij, Aji, Dij, Dji).
+
+    ``diag``: the two units are the same unit (ρ = 1 exactly, A = 0).
+    """
+    Pi, Qi, si, xi, pdi, H0i, H1i, H2i, phi_, mu0i, mu1i, mu2i, r0i, r1i = ui
+    Pj, Qj, sj, xj, pdj, H0j, H1j, H2j, phj, mu0j, mu1j, mu2j, r0j, r1j = uj
+    # linear parts (Stein): E[t_i g(t_j)] = β_i E[g] + α_i α_j ρ E[g']
+    C = Qi * (bei * mu0j + ali * alj * rho * mu1j)
+    B = Qi * mu1j
+    Dij = Qi * mu0j
+    Dji = Qj * mu0i
+    Aij = 0.0
+    Aji = 0.0
+    if Pi != 0.0:
+        C += Pi * ali * Qj * (bej * H1i + alj * si * rho * H0i)
+        B += Pi * si * H0i * Qj
+        Dij += Pi * si * Qj * (bej * H0i + alj * si * rho * phi_)
+    if Pj != 0.0:
+        Dji += Pj * sj * Qi * (bei * H0j + ali * sj * rho * phj)
+    if not diag and (pdi != 0.0 or pdj != 0.0):
+        sg = math.sqrt(omr * opr)
+        if pdi != 0.0:   # E[σ_j | t_i = 0]: t_j ~ N(β_j − α_j ρ h_i, (α_j σ)²)
+            Aij = pdi * phi_ * _cond_sigma(pj, qj, _cond_mean(bej, alj * si * xi, rho, omr, opr),
+                                           alj * sg)
+        if pdj != 0.0:
+            Aji = pdj * phj * _cond_sigma(pi, qi, _cond_mean(bei, ali * sj * xj, rho, omr, opr),
+                                          ali * sg)
+    if Pi != 0.0 and Pj != 0.0:
+        ss = si * sj
+        if diag:
+            rt = 1.0
+            om = 0.0
+            op = 2.0
+        elif ss > 0.0:
+            rt = rho
+            om = omr
+            op = opr
+        else:
+            rt = -rho
+            om = opr
+            op = omr
+        (P, Sij, Sji, R,
+         eP, eSij, eSji, eR) = _ramps_direct(xi, xj, rt, om, op, phi_, phj,
+                                            H0i, H1i, H2i, H0j, H1j, H2j)
+        fC = Pi * Pj * ali * alj
+        fB = Pi * Pj * ss
+        fDij = Pi * si * Pj * alj
+        fDji = Pj * sj * Pi * ali
+        if om > 0.0 and op > 0.0:
+            need = (abs(fC) * eR > rtol * abs(C + fC * R) + atol * r0i * r0j
+                    or abs(fB) * eP > rtol * abs(B + fB * P) + atol * r1i * r1j
+                    or abs(fDij) * eSij > rtol * abs(Dij + fDij * Sij) + atol * r1i * r0j
+                    or abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i)
+            if need:
+                if xi >= xj:
+                    P, Sij, Sji, R = _ramps_quad(xi, xj, rt, om, op, phi_, qtol, maxint)
+                else:
+                    P, Sji, Sij, R = _ramps_quad(xj, xi, rt, om, op, phj, qtol, maxint)
+        C += fC * R
+        B += fB * P
+        Dij += fDij * Sij
+        Dji += fDji * Sji
+    return C, B, Aij, Aji, Dij, Dji
+
+
+@jit
+def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                    rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
+    """Pair moments of two sets of PL units: fills the m1×m2 arrays C, B, A, D.
+
+    Parameters
+    ----------
+    p1, q1, al1, be1 : (m1,) float64
+        Set 1: σ = p relu + q id, α = |w| ≥ 0, β = b.
+    p2, q2, al2, be2 : (m2,) float64
+        Set 2.
+    R, OMR, OPR : (m1, m2) float64
+        ρ = θᵢ·θⱼ, 1 − ρ and 1 + ρ (the last two computed without cancellation, e.g. as
+        ½|θᵢ − θⱼ|², ½|θᵢ + θⱼ|²).  Ignored where αᵢ = 0 or αⱼ = 0.
+    C, B, A, D : (m1, m2) float64
+        Outputs: E[σᵢσⱼ], E[σ'ᵢσ'ⱼ], E[αᵢσ''ᵢσⱼ], E[σ'ᵢσⱼ].
+    rtol, atol : float
+        Error targets of the closed forms (relative, and absolute in units of the product of
+        the two units' RMS sizes); entries whose estimated error exceeds them are recomputed
+        by adaptive quadrature.
+    qtol, maxint : float, int
+        Relative tolerance and interval cap of that quadrature.
+    """
+    m1 = al1.shape[0]
+    m2 = al2.shape[0]
+    U2 = [_unit(p2[j], q2[j], al2[j], be2[j]) for j in range(m2)]
+    for i in range(m1):
+        ui = _unit(p1[i], q1[i], al1[i], be1[i])
+        for j in range(m2):
+            c, b, aij, aji, dij, dji = _pair_moments(ui, p1[i], q1[i], al1[i], be1[i],
+                                                     U2[j], p2[j], q2[j], al2[j], be2[j],
+                                                     R[i, j], OMR[i, j], OPR[i, j], False,
+                                                     rtol, atol, qtol, maxint)
+            C[i, j] = c
+            B[i, j] = b
+            A[i, j] = aij
+            D[i, j] = dij
+
+
+@jit
+def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
+                    rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
+    """Pair moments of one set of PL units with itself: fills the m×m arrays C, B, A, D.
+
+    Same conventions as :func:`pl_pair_moments`; one evaluation per unordered pair (one Φ₂
+    call) fills C_ij = C_ji, B_ij = B_ji, A_ij, A_ji, D_ij, D_ji.  The diagonal uses ρ = 1
+    exactly (and A_ii = 0: σᵢ(0) = 0); only the upper triangle (i < j) of R, OMR, OPR is read.
+    """
+    m = al.shape[0]
+    U = [_unit(p[j], q[j], al[j], be[j]) for j in range(m)]
+    for i in range(m):
+        for j in range(i, m):
+            diag = i == j
+            if diag:
+                rho, om, op = 1.0, 0.0, 2.0
+            else:
+                rho, om, op = R[i, j], OMR[i, j], OPR[i, j]
+            c, b, aij, aji, dij, dji = _pair_moments(U[i], p[i], q[i], al[i], be[i],
+                                                     U[j], p[j], q[j], al[j], be[j],
+                                                     rho, om, op, diag,
+                                                     rtol, atol, qtol, maxint)
+            C[i, j] = c
+            C[j, i] = c
+            B[i, j] = b
+            B[j, i] = b
+            A[i, j] = aij
+            A[j, i] = aji
+            D[i, j] = dij
+            D[j, i] = dji
