@@ -11,33 +11,42 @@ For unit i of set 1 and unit j of set 2, with ρ = θᵢ·θⱼ,
 
 Method (all float64, numba)
 ---------------------------
-*Canonical ramps.*  For αᵢ > 0 write h = βᵢ/αᵢ, x = |h| ≥ 0 and s = sign so that
-relu(t) = α (Z̃ − x)₊ (h ≤ 0, s = +1) or relu(t) = t + α (Z̃ − x)₊ (h > 0, s = −1), Z̃ = s·θ·x.
-Every unit is then σ = P·α·g + Q·t with the *tail-side* ramp g = (Z̃ − x)₊ (P = p;
-Q = q or p + q).  Linear parts are integrated exactly by Stein's lemma
-(E[t g(·)] = β E[g] + Cov · E[g']), so only ramp–ramp terms need the bivariate normal:
-with x, y ≥ 0 and correlation r̃ = sᵢsⱼρ (1 ∓ r̃ taken from OMR/OPR without cancellation),
+*Canonical ramps.*  For αᵢ > 0 write h = βᵢ/αᵢ and, with Z̃ = s·θ·x,
+
+    relu(t) = α (Z̃ − x)₊            (h ≤ 1:  s = +1, x = −h)
+    relu(t) = t + α (Z̃ − x)₊        (h > 1:  s = −1, x = h),
+
+so every unit is σ = P·α·g + Q·t with a ramp g = (Z̃ − x)₊, x ≥ −1 (P = p; Q = q or p + q):
+the ramp left over is the small, tail-side part whenever the unit is far from its kink.
+Linear parts are integrated exactly by Stein's lemma (E[t g(·)] = β E[g] + Cov·E[g']), so only
+ramp–ramp terms need the bivariate normal: with correlation r̃ = sᵢsⱼρ (1 ∓ r̃ taken from
+OMR/OPR, never formed as a difference), σ̃ = √((1−r̃)(1+r̃)),
 
     P̃ = P(Z̃₁>x, Z̃₂>y) = Φ₂(−x, −y; r̃)
     S̃ᵢⱼ = E[1{Z̃₁>x}(Z̃₂−y)₊] = aⱼ + r̃ aᵢ − y P̃,      aᵢ = φ(x) Φ((r̃x − y)/σ̃)
     R̃ = E[(Z̃₁−x)₊(Z̃₂−y)₊] = (xy + r̃) P̃ − x aⱼ − y aᵢ + σ̃ φ(x) φ((y − r̃x)/σ̃)
 
-(DESIGN §3 with h = −x, k = −y), σ̃ = √((1−r̃)(1+r̃)), and the exponent written as
-(x−y)²/σ̃² + 2xy/(1+r̃).  Because x, y ≥ 0, r̃ = −1 gives exactly zero and r̃ = 1 gives the 1-D
-forms P̃ = Hh₀(M), R̃ = 2Hh₂(M) + |x−y| Hh₁(M) (M = max(x, y)), with Hh_n the stable
-upper-tail ramp moments of :func:`popdyn._kernels.bvn.norm_hh`.
+(DESIGN §3 with h = −x, k = −y), the exponent written as (x−y)²/σ̃² + 2xy/(1+r̃).  r̃ = 1 gives
+the 1-D forms P̃ = Hh₀(M), R̃ = 2Hh₂(M) + |x−y| Hh₁(M) (M = max(x, y)) and r̃ = −1 the forms on
+the interval x < Z̃₁ < −y, with Hh_n the stable ramp moments of
+:func:`popdyn._kernels.bvn.norm_hh`.  A_ij uses the conditional law tⱼ | tᵢ = 0 ~ N(μ, τ²) and
+E[p relu(T) + qT] with the ramp again taken on the tail side of μ.  φ(h) is evaluated with the
+exact quotient β/α (error-free transformations), so values ∝ e^{−h²/2} keep ulp accuracy.
 
-*Tails.*  In the tails (x, y ≳ 3) the closed forms for R̃ and S̃ cancel (terms ~x²Φ(−x) for a
-value ~φ(x)/x³).  Every closed-form value carries an error estimate (eps × the terms combined,
-plus the Φ₂ rounding); when the estimate could exceed ``rtol``·|moment| + ``atol``·scale
-(scale = product of the units' RMS sizes of σ or σ'), the four ramp quantities are recomputed
-as 1-D integrals of positive integrands, e.g.
-R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive Gauss–Kronrod (7–15)
-with relative tolerance ``qtol``.
+*Tails.*  In the tails (x, y ≳ 2) the closed forms for R̃ and S̃ cancel (terms ~x²Φ(−x) for a
+value ~φ(x)/x³).  Every closed-form value carries an error estimate (the terms combined, each
+with its rounding and the conditioning of its argument, plus the Φ₂ rounding); when the
+estimate could exceed ``rtol``·|moment| + ``atol``·scale (scale = product of the two units'
+RMS sizes of σ or σ'), the four ramp quantities are recomputed as 1-D integrals of positive
+integrands, e.g. R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive
+Gauss–Kronrod (7–15) with relative tolerance ``qtol`` (measured accuracy ~1e−14).
 
 *Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
-exactly linear in float64: Φ(−40) underflows), ρ = ±1, ρ within 1e−12 of ±1 (through OMR/OPR),
-β = 0; h = β/α is never formed when it could overflow.
+exactly linear in float64: Φ(−40) underflows; h = β/α is never formed when it could overflow),
+ρ = ±1 exactly (1-D forms), ρ within 1e−12 of ±1 (through OMR/OPR), β = 0.
+
+Accuracy (tests/popdyn/test_plmoments.py, against 30-digit mpmath): every entry within
+1e−13·|value| + 1e−15·scale (+ eps·h²/2·|value| for |h| ≳ 20, the conditioning of e^{−h²/2}).
 
 References
 ----------
@@ -217,7 +226,6 @@ def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
     # error scales: each factor carries the rounding of its argument, amplified by the
     # argument's size (exp(−E): E·eps, Φ(−w): w²·eps, φ(x): x²·eps)
     art = abs(rt)
-    eP = eP + 2.0 * _EPS * E * P
     ea = _EPS * (3.0 + x * x + wi * wi) * ai
     eb = _EPS * (3.0 + y * y + wj * wj) * aj
     ee = _EPS * (3.0 + 2.0 * E) * sig * ex
@@ -272,7 +280,9 @@ def _gk15(a, b, x, y, rt, om, sig, res, err, f):
 
 @jit
 def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
-    """(P̃, S̃ij, S̃ji, R̃) for x ≥ y (≥ −1) by global adaptive GK15 over Z̃₁ = x + u, u ∈ [0, U]."""
+    """(P̃, S̃ij, S̃ji, R̃) for x ≥ y (≥ −1) by global adaptive GK15 over Z̃₁ = x + u, u ∈ [0, U].
+
+    The integrands are positive (no cancellation); U solves xU + U²/2 = 80."""
     sig = math.sqrt(om * op)
     U = math.sqrt(x * x + 160.0) - x          # x U + U²/2 = 80
     # initial partition: graded on the decay scale 1/max(x, 1) of e^{−xu−u²/2} near u = 0, and
@@ -290,13 +300,13 @@ def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
         if v < U:
             pts[npt] = v
             npt += 1
-    if rt > 0.0:
+    if rt != 0.0:
         ut = (y - x + om * x) / rt
-        wdt = sig / rt
+        wdt = sig / abs(rt)
         if ut > 0.0 and ut < U:
             pts[npt] = ut
             npt += 1
-        if wdt < 0.5 * lsc:
+        if 0.0 < wdt < 0.5 * lsc:
             d = wdt
             while d < U and npt < 46:
                 if ut - d > 0.0 and ut - d < U:
