@@ -1,1 +1,28 @@
-"""placeholder"""
+"""certify: sound brackets [lo, hi] with provenance for the numbers a theorem check relies on.
+
+Public API (DESIGN §6; issue 2):
+
+* :class:`Bracket`, :class:`BracketArray` -- intervals with ``provenance`` ("rigorous" or
+  "numerical") and ``status`` ("resolved" / "unresolved");
+* :func:`loss` -- the population loss (and gradient) at a state;
+* :func:`alignment` -- AGOP alignment A_top, A_min, A_mean with a certified eigengap;
+* :func:`refit_risk` -- frozen-feature refit risk, feasible upper and Lagrangian-dual lower;
+* :func:`timescale`, :func:`scaling_exponent` -- crossing-time and exponent brackets
+  (numerical: step refinement);
+* :class:`CertificationError`, :class:`Undecided`.
+
+Backend: python-flint (Arb ball arithmetic); every function takes a keyword-only ``prec``
+(bits).  Float64 inputs mean their exact binary values.
+"""
+from .alignment import AlignmentBracket, alignment
+from .bracket import Bracket, BracketArray
+from .errors import CertificationError, Undecided
+from .loss import LossBracket, loss
+from .refit import RefitBracket, refit_risk
+from .timescale import ExponentBracket, TimescaleBracket, scaling_exponent, timescale
+
+__all__ = [
+    "AlignmentBracket", "Bracket", "BracketArray", "CertificationError", "ExponentBracket",
+    "LossBracket", "RefitBracket", "TimescaleBracket", "Undecided", "alignment", "loss",
+    "refit_risk", "scaling_exponent", "timescale",
+]

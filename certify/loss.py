@@ -1,0 +1,251 @@
+r"""Certified population loss (and gradient) brackets.
+
+L = ½E[(f − y)²] with f = s Σ_j a_j σ(w_j·x + b_j) + c, from the moment enclosures of
+:mod:`certify.moments` and the same formula as :mod:`popdyn.objective`:
+
+    L = ½ (s² aᵀCa + 2sc aᵀμ0 + c² − 2s aᵀ(Ct v) − 2c E[y] + E[y²]),
+
+all in Arb (s = 1 or exactly 1/m; every parameter is its exact float64 value).  The gradient
+(``grad=True``) uses the formulas of :mod:`popdyn.objective` in the same way.
+
+Provenance
+----------
+``rigorous`` for relu / leaky_relu students against relu / leaky_relu teacher networks and
+additive teachers whose links are polynomial (h1…h6, h3+0.3h2), piecewise linear (relu, abs),
+Gaussian-polynomial (gaussian_bump, damped_cubic:a), sin, or positive mixtures of these.
+``numerical`` when a tabulated link (tanh, silu, silu_centered) enters (its Hermite
+coefficients are high-precision quadrature values, not enclosures), and for smooth students or
+smooth teacher networks, whose brackets come from the float64 engine with its estimated series
+error doubled plus a rounding allowance of 1e−13 of the loss scale (an estimate, not a bound).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from flint import arb, arb_mat
+
+from . import _arb as A
+from .bracket import Bracket, BracketArray
+from .errors import CertificationError
+from .moments import certified_moments, student_supported, teacher_supported
+
+__all__ = ["LossBracket", "loss"]
+
+
+@dataclass(frozen=True)
+class LossBracket:
+    """Brackets of the population objective at one state.
+
+    Attributes
+    ----------
+    loss : Bracket
+        L = ½E[(f − y)²] (the objective; ``mse`` = 2L).
+    mse : Bracket
+        E[(f − y)²].
+    normalized : Bracket
+        MSE / V_Y (DESIGN §2: ≈ 1 at a small initialization with a fitted intercept).
+    variance, mean_y : Bracket
+        V_Y = Var(y) and E[y].
+    grad : dict or None
+        With ``grad=True``: {"a", "W", "b", "c"} → :class:`BracketArray` / :class:`Bracket`
+        of ∂L/∂a, ∂L/∂W, ∂L/∂b, ∂L/∂c.
+    provenance : str
+        "rigorous" or "numerical" (see the module docstring).
+    prec : int
+        Working precision in bits.
+    notes : tuple of str
+    """
+
+    loss: Bracket
+    mse: Bracket
+    normalized: Bracket
+    variance: Bracket
+    mean_y: Bracket
+    provenance: str
+    prec: int
+    grad: dict | None = None
+    notes: tuple = ()
+
+
+def _check_inputs(student, params, teacher):
+    from popdyn.objective import _check
+
+    _check(student, params, teacher)
+
+
+def _scale(student):
+    return arb(1) if student.scaling == "standard" else arb(1) / student.m
+
+
+def _dot(u: arb_mat, w: arb_mat):
+    return (u.transpose() * w)[0, 0]
+
+
+def _from(x, prov, lo=None, note=""):
+    b = Bracket.from_arb(x, provenance=prov, note=note)
+    if lo is not None and b.lo < lo:
+        b = b.replace(lo=min(float(lo), b.hi))
+    return b
+
+
+def _finite_or_raise(x, what):
+    if not x.is_finite():
+        raise CertificationError(f"the enclosure of {what} is not finite",
+                                 hint="a higher prec")
+
+
+def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> LossBracket:
+    """Bracket the population loss L = ½E[(f − y)²] (and optionally its gradient).
+
+    Parameters
+    ----------
+    student : popdyn.Student
+    params : popdyn.Params
+        Every entry is taken as its exact float64 value.
+    teacher : popdyn.Teacher
+    prec : int, keyword-only
+        Working precision in bits (default 128; 2 <= prec <= 65536).  Up to 128 bits most
+        student pairs use the float64 Mehler path with rigorous bounds (:mod:`certify.moments`),
+        giving relative widths ~1e−14 for relu-family losses; above 128 bits every pair is
+        computed in Arb and the width keeps shrinking like 2^{−prec}.
+    grad : bool, keyword-only
+        Also bracket the gradient (relu / leaky_relu students against PL teachers and links
+        whose Hermite part is a polynomial).
+
+    Returns
+    -------
+    LossBracket
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad inputs (wrong types, non-finite parameters, bad ``prec``).
+    CertificationError
+        When no finite enclosure is obtained (try a higher ``prec``), or a gradient outside the
+        supported families is requested.
+
+    Examples
+    --------
+    >>> import numpy as np, popdyn, certify
+    >>> T = popdyn.Teacher.additive("h2", np.eye(3)[:1])
+    >>> S = popdyn.Student(d=3, m=4)
+    >>> p = S.init(0, 0.5, T)
+    >>> res = certify.loss(S, p, T)
+    >>> res.loss.contains(popdyn.population_loss(S, p, T)), res.provenance
+    (True, 'rigorous')
+
+    References
+    ----------
+    DESIGN.md §3 (moments), §6 (brackets); :mod:`popdyn.objective` (formulas).
+    """
+    prec = A.check_prec(prec)
+    _check_inputs(student, params, teacher)
+    if not isinstance(grad, bool):
+        raise TypeError(f"`grad` must be a bool, got {grad!r}")
+    covered, rigorous = teacher_supported(teacher)
+    if not (student_supported(student) and covered):
+        if grad:
+            raise CertificationError(
+                f"the gradient is certified only for relu / leaky_relu students against PL or "
+                f"polynomial-link teachers (student {student.activation!r})",
+                hint="certify the loss only (grad=False)")
+        return _numerical_loss(student, params, teacher, prec)
+    CM = certified_moments(student, params, teacher, prec=prec, grad=grad)
+    prov = "rigorous" if CM.rigorous else "numerical"
+    with A.workprec(prec):
+        s = _scale(student)
+        a = A.mat_from_array(params.a)
+        c = arb(float(params.c))
+        Ca = CM.C * a
+        ff = s * s * _dot(a, Ca) + 2 * s * c * _dot(a, CM.mu0) + c * c
+        Ctv = CM.Ct * CM.v
+        fy = s * _dot(a, Ctv) + c * CM.ey
+        L = (ff - 2 * fy + CM.ey2) / 2
+        var = CM.ey2 - CM.ey * CM.ey
+        _finite_or_raise(L, "the loss")
+        note = "; ".join(CM.notes)
+        Lb = _from(L, prov, lo=0.0, note=note)
+        mse = _from(2 * L, prov, lo=0.0, note=note)
+        vb = _from(var, prov, lo=0.0, note=note)
+        if var > 0:
+            nb = _from(2 * L / var, prov, lo=0.0, note=note)
+        else:
+            nb = Bracket(0.0, float("inf"), provenance=prov, status="unresolved",
+                         note="V_Y not certified positive")
+        g = _grad(student, params, teacher, CM, s, a, c, prov) if grad else None
+        return LossBracket(Lb, mse, nb, vb, _from(CM.ey, prov, note=note), prov, prec, g,
+                           tuple(CM.notes))
+
+
+def _arr_bounds(M: arb_mat, shape, prov):
+    lo, hi = A.mat_bounds(M)
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise CertificationError("a gradient enclosure is not finite", hint="a higher prec")
+    return BracketArray(lo.reshape(shape), hi.reshape(shape), prov)
+
+
+def _grad(student, params, teacher, CM, s, a, c, prov):
+    m, d = student.m, student.d
+    v = CM.v
+    ga = s * (s * (CM.C * a) + CM.mu0 * c - CM.Ct * v)
+    out = {"a": _arr_bounds(ga, (m,), prov)}
+    if student.intercept:
+        gc = s * _dot(a, CM.mu0) + c - CM.ey
+        out["c"] = Bracket.from_arb(gc, provenance=prov)
+    else:
+        out["c"] = Bracket.point(0.0, provenance=prov)
+    if student.bias:
+        inner = s * (CM.D * a) + CM.mu1 * c - CM.Dt * v
+        gb = arb_mat(m, 1, [s * a[i, 0] * inner[i, 0] for i in range(m)])
+        out["b"] = _arr_bounds(gb, (m,), prov)
+    else:
+        out["b"] = BracketArray(np.zeros(m), np.zeros(m), prov)
+    scal = s * (CM.A * a) + CM.mu2 * c - CM.At * v
+    W = A.mat_from_array(params.W)
+    aW = arb_mat(m, d, [a[i, 0] * W[i, j] for i in range(m) for j in range(d)])
+    UT = A.mat_from_array(teacher.U)
+    k = teacher.k
+    vU = arb_mat(k, d, [v[t, 0] * UT[t, j] for t in range(k) for j in range(d)])
+    rest = s * (CM.B * aW) - CM.Bt * vU
+    gW = arb_mat(m, d)
+    for i in range(m):
+        th = CM.theta[i]
+        fac = s * a[i, 0]
+        for j in range(d):
+            gW[i, j] = fac * (th[j] * scal[i, 0] + rest[i, j])
+    out["W"] = _arr_bounds(gW, (m, d), prov)
+    return out
+
+
+def _numerical_loss(student, params, teacher, prec):
+    """Float64 engine value ± (2 × its estimated series error + 1e−13 × the loss scale)."""
+    import popdyn
+    from popdyn._moments import moments
+
+    L, info = popdyn.population_loss(student, params, teacher, full_output=True)
+    M = moments(student, params, teacher, grad=False)
+    s = student.s
+    aa, cc = np.abs(params.a), abs(params.c)
+    scale = 0.5 * (s * s * (aa @ np.abs(M.C) @ aa) + 2 * s * cc * (aa @ np.abs(M.mu0)) + cc * cc
+                   + 2 * s * (aa @ (np.abs(M.Ct) @ np.abs(teacher.weights)))
+                   + 2 * cc * abs(teacher.mean) + teacher.second_moment)
+    err = 2.0 * float(info["error"]) + 1e-13 * scale
+    if not np.isfinite(err):
+        raise CertificationError("the float64 engine gave no finite error estimate",
+                                 hint="a smaller rtol in popdyn, or a supported activation")
+    note = ("float64 engine with its estimated series error (smooth activation or smooth "
+            "teacher network: Hermite coefficients by quadrature, tails estimated)")
+    Lb = Bracket.enclosing(max(L - err, 0.0), L + err, provenance="numerical", note=note)
+    V = teacher.variance
+    mse = Lb.scale(2.0)
+    verr = 1e-13 * max(teacher.second_moment, 1e-300)
+    vb = Bracket.enclosing(max(V - verr, 0.0), V + verr, provenance="numerical", note=note)
+    if vb.lo > 0:
+        nb = Bracket.enclosing(mse.lo / vb.hi * (1 - 1e-15), mse.hi / vb.lo * (1 + 1e-15),
+                               provenance="numerical", note=note)
+    else:
+        nb = Bracket(0.0, float("inf"), provenance="numerical", status="unresolved", note=note)
+    ey = teacher.mean
+    mb = Bracket.enclosing(ey - verr, ey + verr, provenance="numerical", note=note)
+    return LossBracket(Lb, mse, nb, vb, mb, "numerical", prec, None, (note,))

@@ -1,0 +1,370 @@
+r"""Certified frozen-feature refit risk (DESIGN §5, §6; seed paper 003).
+
+With the first layer frozen and the intercept eliminated exactly, the refit risk of a head a′
+on the MSE scale is the quadratic (see :mod:`popdyn.diagnostics.refit`)
+
+    R(a′) = a′ᵀGa′ − 2gᵀa′ + V,   G = s²(C − μ0μ0ᵀ),  g = s(Ct v − μ0 E[y]),  V = V_Y,
+
+with G, g, V enclosed in Arb from the certified moments.  For every kind the result is a bracket
+[lower, upper] of the optimal risk:
+
+* **upper** (feasible): the risk R(ã) of the head ã computed in float64 by the diagnostics'
+  own solver (refined by two steps of residual correction for the unrestricted kind), enclosed
+  in Arb; for norm-constrained kinds ‖ã‖² ≤ B² is checked in Arb (the head is shrunk by factors
+  1 − 2⁻⁵², 1 − 2⁻⁵¹, … until it is certainly feasible).
+* **lower** (Lagrangian duality, DESIGN §6):
+
+  - ball ‖a‖ ≤ B (``same_budget`` with B = ‖a‖ of the current head, ``bounded``, ``projected``
+    with a budget): for μ > 0 and any ã, with H = G + μI, r = Hã − g and
+    q = ãᵀHã − 2gᵀã,  R(a) ≥ q + V − μB² − ‖r‖²/μ  for all ‖a‖ ≤ B
+    (R(a) ≥ aᵀHa − 2gᵀa + V − μB² and aᵀHa − 2gᵀa ≥ q − ‖r‖²/μ because H ⪰ μI; no eigenvalue
+    certificate is needed since G ⪰ 0).  μ is the maximizer of the float64 dual
+    V − gᵀ(G + μI)⁻¹g − μB² (and ã = (G + μI)⁻¹g in float64);
+  - unrestricted (and ``projected`` without a budget): R(a) ≥ R(ã) − ‖Gã − g‖²/λ̲ with a
+    certified λ̲ ≤ λ_min(G) (:func:`certify._arb.sym_eig_enclosure`).  When G is not certified
+    positive definite (duplicated or constant features make it singular) the lower bound falls
+    back to 0 (R ≥ 0) and the bracket is flagged ``unresolved``.
+
+The unrestricted float solve uses the diagnostics' equilibrated eigenvalue cutoff, so ``upper``
+is the risk of that head; the bracket is on the infimum over all heads.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from flint import arb, arb_mat
+
+from . import _arb as A
+from .bracket import Bracket
+from .errors import CertificationError
+from .moments import certified_moments, student_supported, teacher_supported
+
+__all__ = ["RefitBracket", "refit_risk"]
+
+
+@dataclass(frozen=True)
+class RefitBracket:
+    """Bracket of the optimal frozen-feature refit risk of one kind.
+
+    Attributes
+    ----------
+    kind : str
+    risk : Bracket
+        [certified lower bound, risk of the computed head] on the MSE scale.
+    normalized : Bracket
+        risk / V_Y.
+    upper : Bracket
+        Enclosure of the attained risk R(ã) of the computed head (feasible).
+    lower : float
+        The certified lower bound (``risk.lo``).
+    variance : Bracket
+        V_Y.
+    head : ndarray
+        The head ã whose risk gives the upper bound (feasible for the kind).
+    budget : float or None
+    multiplier : float or None
+        μ used in the dual bound (ball kinds).
+    status : str
+        "resolved", or "unresolved" when the lower bound fell back to 0.
+    provenance : str
+    prec : int
+    note : str
+    """
+
+    kind: str
+    risk: Bracket
+    normalized: Bracket
+    upper: Bracket
+    lower: float
+    variance: Bracket
+    head: np.ndarray
+    budget: float | None
+    multiplier: float | None
+    status: str
+    provenance: str
+    prec: int
+    note: str = ""
+
+
+def _quad(G: arb_mat, g: arb_mat, V, a: arb_mat):
+    """R(a) = aᵀGa − 2gᵀa + V (ball)."""
+    return (a.transpose() * (G * a))[0, 0] - 2 * (g.transpose() * a)[0, 0] + V
+
+
+def _norm2(a: arb_mat):
+    s = arb(0)
+    for i in range(a.nrows()):
+        s += a[i, 0] * a[i, 0]
+    return s
+
+
+def _problem(student, params, teacher, prec):
+    CM = certified_moments(student, params, teacher, prec=prec)
+    m = student.m
+    s = arb(1) if student.scaling == "standard" else arb(1) / m
+    G = arb_mat(m, m)
+    mu = [CM.mu0[i, 0] for i in range(m)]
+    s2 = s * s
+    for i in range(m):
+        for j in range(i, m):
+            v = s2 * (CM.C[i, j] - mu[i] * mu[j])
+            G[i, j] = v
+            G[j, i] = v
+    Ctv = CM.Ct * CM.v
+    g = arb_mat(m, 1, [s * (Ctv[i, 0] - mu[i] * CM.ey) for i in range(m)])
+    V = CM.ey2 - CM.ey * CM.ey
+    return G, g, V, CM
+
+
+def _dual_best_mu(lam, c, V, B2):
+    """μ > 0 maximizing D(μ) = V − Σ c_i²/(λ_i + μ) − μB² (float64, for choosing μ only)."""
+    lam = np.maximum(lam, 0.0)
+    c2 = c * c
+
+    def D(mu):
+        return V - float(np.sum(c2 / (lam + mu))) - mu * B2
+
+    lmax = max(float(lam.max(initial=0.0)), 1e-300)
+    grid = np.geomspace(1e-16 * lmax + 1e-300, max(1e4 * lmax, float(np.sqrt(c2.sum() / B2))
+                                                    if B2 > 0 else 1.0), 200)
+    vals = np.array([D(mu) for mu in grid])
+    k = int(np.argmax(vals))
+    lo = grid[max(k - 1, 0)]
+    hi = grid[min(k + 1, grid.size - 1)]
+    for _ in range(60):                         # golden-section refinement in log μ
+        m1 = math.exp(math.log(lo) + 0.382 * (math.log(hi) - math.log(lo)))
+        m2 = math.exp(math.log(lo) + 0.618 * (math.log(hi) - math.log(lo)))
+        if D(m1) < D(m2):
+            lo = m1
+        else:
+            hi = m2
+    return 0.5 * (lo + hi)
+
+
+def _ball_lower(G, g, V, Gf, gf, B2a, mu):
+    """Rigorous LB(μ) = q + V − μB² − ‖r‖²/μ with ã = (Ĝ + μI)⁻¹ĝ (float)."""
+    m = Gf.shape[0]
+    H = Gf + mu * np.eye(m)
+    try:
+        at = np.linalg.solve(H, gf)
+    except np.linalg.LinAlgError:
+        at = np.linalg.lstsq(H, gf, rcond=None)[0]
+    if not np.all(np.isfinite(at)):
+        return None
+    aa = A.mat_from_array(at)
+    mua = arb(mu)
+    Ha = G * aa + aa * mua
+    r = arb_mat(m, 1, [Ha[i, 0] - g[i, 0] for i in range(m)])
+    q = (aa.transpose() * Ha)[0, 0] - 2 * (g.transpose() * aa)[0, 0]
+    rn = A.vec_norm_upper(r)
+    lb = q + V - mua * B2a - arb(rn) * arb(rn) / mua
+    return A.lower(lb) if lb.is_finite() else None
+
+
+def _feasible_head(a: np.ndarray, B2a) -> np.ndarray:
+    """Shrink ``a`` until ‖a‖² ≤ B² certainly."""
+    f = 2.0 ** -52
+    a0 = a
+    for _ in range(60):
+        if _norm2(A.mat_from_array(a)) <= B2a:
+            return a
+        a = a0 * (1.0 - f)
+        f *= 2.0
+    raise CertificationError("could not certify the head inside the ball", hint="a higher prec")
+
+
+def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *, U=None,
+               rcond: float = 1e-12, equilibrate: bool = True, prec: int = 128) -> RefitBracket:
+    """Bracket the optimal frozen-feature refit risk (MSE scale) of ``kind``.
+
+    Parameters
+    ----------
+    student, params, teacher
+        As in :func:`popdyn.diagnostics.refit_risk`; relu / leaky_relu students.
+    kind : {"unrestricted", "same_budget", "bounded", "projected"}
+        The refit kinds of :mod:`popdyn.diagnostics.refit`.
+    budget : float, optional
+        B > 0 (required for ``bounded``, optional for ``projected``, None otherwise).
+    U : array_like, optional
+        Teacher axes for ``projected`` (default: the teacher's own).
+    rcond, equilibrate
+        Settings of the float64 unrestricted solve that produces the candidate head.
+    prec : int, keyword-only
+        Working precision in bits (default 128).
+
+    Returns
+    -------
+    RefitBracket
+        ``risk`` = [lower, upper]: the certified Lagrangian-dual lower bound and the enclosed
+        risk of a feasible head.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Unknown kind, bad budget, non-finite parameters, bad ``prec``.
+    CertificationError
+        Smooth students (not covered), or when no finite enclosure is obtained.
+
+    Examples
+    --------
+    >>> import numpy as np, popdyn, certify
+    >>> T = popdyn.Teacher.additive("h2", np.eye(4)[:2])
+    >>> S = popdyn.Student(d=4, m=8)
+    >>> p = S.init(0, 1.0, T)
+    >>> res = certify.refit_risk(S, p, T)
+    >>> 0.0 <= res.risk.lo <= res.risk.hi
+    True
+
+    References
+    ----------
+    Seed paper 003 (refit MSE); DESIGN.md §5, §6 (Lagrangian dual lower bound).
+    """
+    from popdyn import _validate as V_
+    from popdyn.diagnostics.refit import (RefitProblem, _check_budget, check_kind, solve_ball,
+                                          solve_cutoff)
+    from popdyn.objective import _check
+
+    prec = A.check_prec(prec)
+    kind = check_kind(kind)
+    _check(student, params, teacher)
+    budget = _check_budget(kind, budget)
+    rcond = V_.real("rcond", rcond, positive=True)
+    if not rcond < 1:
+        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
+    if not isinstance(equilibrate, (bool, np.bool_)):
+        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+    if not student_supported(student):
+        raise CertificationError(
+            f"certified refit covers relu / leaky_relu students, not {student.activation!r}",
+            hint="use popdyn.diagnostics.refit_risk for a float64 value")
+    covered, rig = teacher_supported(teacher)
+    if not covered:
+        raise CertificationError("certified refit needs a PL teacher network or an additive "
+                                 "teacher", hint="use popdyn.diagnostics.refit_risk")
+    if kind == "projected":
+        from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
+
+        Sx, axes = teacher_frame(teacher if U is None else U, student.d)
+        params = params.replace(W=snap_to_axes(params.W, Sx, axes))
+    elif U is not None:
+        raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
+    if kind == "same_budget":
+        budget = float(np.linalg.norm(params.a))
+    m = student.m
+    with A.workprec(prec):
+        G, g, V, CM = _problem(student, params, teacher, prec)
+        prov = "rigorous" if CM.rigorous else "numerical"
+        if not (G.is_finite() if hasattr(G, "is_finite") else True) or not V.is_finite():
+            raise CertificationError("refit quadratic not finite", hint="a higher prec")
+        Gf = A.mat_mid(G)
+        Gf = 0.5 * (Gf + Gf.T)
+        gf = A.mat_mid(g)[:, 0]
+        Vf = float(V.mid())
+        Vb = Bracket.from_arb(V, provenance=prov).clip(0.0, math.inf)
+        note = "; ".join(CM.notes)
+        status = "resolved"
+        mult = None
+        ball = kind in ("same_budget", "bounded") or (kind == "projected" and budget is not None)
+        if ball:
+            B = float(budget)
+            Ba = arb(B)
+            B2a = Ba * Ba if kind != "same_budget" else _norm2(A.mat_from_array(params.a))
+            prob = RefitProblem.from_arrays(Gf, gf, max(Vf, 1e-300), s=1.0)
+            sol = solve_ball(prob, B)
+            head = _feasible_head(np.asarray(sol["head"], dtype=float), B2a)
+            up = _quad(G, g, V, A.mat_from_array(head))
+            lam, Q = prob.eig
+            c = Q.T @ gf
+            B2f = B * B
+            cands = []
+            if B2f > 0:
+                mu_best = _dual_best_mu(lam, c, Vf, B2f)
+                mus = [mu_best]
+                if sol.get("multiplier"):
+                    mus.append(float(sol["multiplier"]))
+                for mu in mus:
+                    if mu > 0 and math.isfinite(mu):
+                        lb = _ball_lower(G, g, V, Gf, gf, B2a, mu)
+                        if lb is not None:
+                            cands.append((lb, mu))
+            else:
+                cands.append((A.lower(V), None))       # B = 0: the head is 0, R = V
+            lb_u = _unrestricted_lower(G, g, V, Gf, gf, prec)
+            if lb_u is not None:
+                cands.append((lb_u, None))
+            if cands:
+                lower, mult = max(cands, key=lambda t: t[0])
+            else:
+                lower, status = 0.0, "unresolved"
+        else:
+            sol = solve_cutoff(RefitProblem.from_arrays(Gf, gf, max(Vf, 1e-300), s=1.0),
+                               rcond=rcond, equilibrate=bool(equilibrate))
+            head = _refine(G, g, Gf, np.asarray(sol["head"], dtype=float))
+            up = _quad(G, g, V, A.mat_from_array(head))
+            lb = _unrestricted_lower(G, g, V, Gf, gf, prec, head=head)
+            if lb is None:
+                lower, status = 0.0, "unresolved"
+                note = (note + "; " if note else "") + (
+                    "G not certified positive definite (collinear or constant features): "
+                    "lower bound 0")
+            else:
+                lower = lb
+        if not up.is_finite():
+            raise CertificationError("the refit risk enclosure is not finite", hint="a higher prec")
+        ub = Bracket.from_arb(up, provenance=prov).clip(0.0, math.inf)
+        lower = max(0.0, min(lower, ub.hi))
+        risk = Bracket(lower, ub.hi, provenance=prov, status=status, note=note)
+        if Vb.lo > 0:
+            nlo = A.lower(arb(risk.lo) / arb(Vb.hi))
+            nhi = A.upper(arb(risk.hi) / arb(Vb.lo))
+            norm = Bracket(max(nlo, 0.0), nhi, provenance=prov, status=status, note=note)
+        else:
+            norm = Bracket(0.0, math.inf, provenance=prov, status="unresolved",
+                           note="V_Y not certified positive")
+        return RefitBracket(kind, risk, norm, ub, lower, Vb, head, budget, mult, status, prov,
+                            prec, note)
+
+
+def _refine(G, g, Gf, a, steps: int = 2):
+    """Residual correction of a float head: a ← a − Ĝ⁺ r with r = Ga − g computed in Arb."""
+    try:
+        lam, Q = np.linalg.eigh(Gf)
+    except np.linalg.LinAlgError:
+        return a
+    keep = lam > 1e-12 * max(float(lam[-1]), 0.0)
+    if not np.any(keep):
+        return a
+    for _ in range(steps):
+        aa = A.mat_from_array(a)
+        r = G * aa - g
+        rf = A.mat_mid(r)[:, 0]
+        corr = Q[:, keep] @ ((Q[:, keep].T @ rf) / lam[keep])
+        new = a - corr
+        if not np.all(np.isfinite(new)):
+            break
+        a = new
+    return a
+
+
+def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
+    """R(ã) − ‖Gã − g‖²/λ̲ with a certified λ̲ ≤ λ_min(G), or None if λ̲ ≤ 0."""
+    try:
+        lo, hi, lam, Vv = A.sym_eig_enclosure(G, Gf)
+    except CertificationError:
+        return None
+    lmin = lo[-1]
+    if not lmin > 0:
+        return None
+    if head is None:
+        try:
+            head = np.linalg.solve(Gf, gf)
+        except np.linalg.LinAlgError:
+            return None
+        head = _refine(G, g, Gf, head)
+    aa = A.mat_from_array(head)
+    r = G * aa - g
+    rn = A.vec_norm_upper(r)
+    lb = _quad(G, g, V, aa) - arb(rn) * arb(rn) / arb(lmin)
+    return A.lower(lb) if lb.is_finite() else None
