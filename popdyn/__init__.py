@@ -1,6 +1,7 @@
 """popdyn: exact population gradient dynamics of two-layer networks on Gaussian inputs.
 
-Public API (see README.md): :class:`Student`, :class:`Params`, :class:`Teacher`,
+Public API (see README.md): :class:`Student`, :class:`Params`, :class:`SwiGLUStudent`,
+:class:`SwiGLUParams`, :class:`Teacher` (additive, network, gated, multi-index),
 :func:`population_loss`, :func:`population_grad`, :func:`train`, :class:`Trajectory`,
 :class:`Schedule`, :func:`plateau`; diagnostics :func:`agop`, :func:`alignment`,
 :func:`refit_risk` (more in :mod:`popdyn.diagnostics`).
@@ -12,12 +13,13 @@ from .dynamics import Schedule, Trajectory, train
 from .models import Params, Student
 from .objective import fit_intercept, loss_and_grad, population_grad, population_loss
 from .plateau import Plateau, plateau, shared_prefix
+from .swiglu import SwiGLUParams, SwiGLUStudent
 from .teachers import Teacher
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACTIVATIONS", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "Teacher", "Trajectory",
+    "ACTIVATIONS", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "SwiGLUParams", "SwiGLUStudent", "Teacher", "Trajectory",
     "fit_intercept", "loss_and_grad", "plateau", "population_grad", "population_loss",
     "shared_prefix", "train", "__version__",
 ]

@@ -163,7 +163,18 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     Returns
     -------
     Trajectory
+        (a :class:`popdyn.swiglu.SwiGLUTrajectory` for SwiGLU students, which are trained by
+        :func:`popdyn.swiglu.train` with the same integrators and an exactly fitted intercept).
     """
+    if not isinstance(student, Student):
+        from . import swiglu
+        if isinstance(student, swiglu.SwiGLUStudent):
+            return swiglu.train(
+                student, params, teacher, method=method, lr=lr, head_lr_mult=head_lr_mult,
+                bias_lr_mult=bias_lr_mult, intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
+                h_min=h_min, h_max=h_max, max_updates=max_updates, max_time=max_time,
+                loss_target=loss_target, explode=explode, schedule=schedule, recorder=recorder,
+                rtol=rtol)
     _check(student, params, teacher)
     V.choice("method", method, METHODS)
     lr = V.real("lr", lr, positive=True)

@@ -25,6 +25,18 @@ from ._moments import moments
 from .models import Params, Student
 
 
+def _extension(student, teacher):
+    """The module serving SwiGLU students (:mod:`popdyn.swiglu`) or multi-index teachers
+    (:mod:`popdyn.multi_index`); None for the code path of ordinary students below."""
+    if not isinstance(student, Student):
+        from . import swiglu
+        return swiglu if isinstance(student, swiglu.SwiGLUStudent) else None
+    if getattr(teacher, "kind", None) == "multi_index":
+        from . import multi_index
+        return multi_index
+    return None
+
+
 def _check(student, params, teacher):
     from .teachers import Teacher
 
@@ -60,7 +72,14 @@ def population_loss(student: Student, params: Params, teacher, *, rtol: float = 
         If True return ``(L, info)`` where ``info["error"]`` is the estimated absolute error of L
         from series truncation and rounding (0 for pure closed forms beyond rounding) and
         ``info["order"]`` the Hermite truncation order used (None if none was needed).
+
+    SwiGLU students (:class:`popdyn.SwiGLUStudent`) and multi-index teachers
+    (:meth:`popdyn.Teacher.gated`, :meth:`popdyn.Teacher.multi_index`) are dispatched to
+    :mod:`popdyn.swiglu` and :mod:`popdyn.multi_index`.
     """
+    ext = _extension(student, teacher)
+    if ext is not None:
+        return ext.population_loss(student, params, teacher, rtol=rtol, full_output=full_output)
     _check(student, params, teacher)
     M = moments(student, params, teacher, rtol=rtol, grad=False)
     L = _loss_from(student, params, teacher, M)
@@ -81,6 +100,9 @@ def population_grad(student: Student, params: Params, teacher, *, rtol: float = 
     Fixed parameters (biases of a bias-free student, intercept of an intercept-free student) get
     a zero gradient.
     """
+    ext = _extension(student, teacher)
+    if ext is not None:
+        return ext.population_grad(student, params, teacher, rtol=rtol)
     _check(student, params, teacher)
     M = moments(student, params, teacher, rtol=rtol, grad=True)
     return _grad_from(student, params, teacher, M)
@@ -89,6 +111,9 @@ def population_grad(student: Student, params: Params, teacher, *, rtol: float = 
 def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
                   check: bool = True):
     """(L, ∇L) from one moment evaluation (what the integrators call)."""
+    ext = _extension(student, teacher)
+    if ext is not None:
+        return ext.loss_and_grad(student, params, teacher, rtol=rtol, check=check)
     if check:
         _check(student, params, teacher)
     M = moments(student, params, teacher, rtol=rtol, grad=True)
@@ -113,6 +138,10 @@ def _grad_from(student, params, teacher, M) -> Params:
 
 def fit_intercept(student: Student, params: Params, teacher) -> Params:
     """Return ``params`` with the intercept set to its exact minimizer c = E[y] − s Σ a_j E[σ_j]."""
+    if not isinstance(student, Student):
+        ext = _extension(student, teacher)
+        if ext is not None:
+            return ext.fit_intercept(student, params, teacher)
     _check(student, params.replace(c=0.0) if not student.intercept else params, teacher)
     M = moments(student, params, teacher, grad=False, cross=False)
     return params.replace(c=float(teacher.mean - student.s * (params.a @ M.mu0)))

@@ -19,7 +19,8 @@ from .activations import Activation, get_activation
 
 @dataclass(frozen=True, eq=False)
 class Teacher:
-    """A teacher function of x ~ N(0, I_d).  Build with :meth:`additive` or :meth:`network`."""
+    """A teacher function of x ~ N(0, I_d).  Build with :meth:`additive`, :meth:`network`,
+    :meth:`gated` or :meth:`multi_index`."""
 
     kind: str
     U: np.ndarray                  # (k, d) raw directions (rows)
@@ -28,6 +29,7 @@ class Teacher:
     link: object = None            # popdyn.links.Link for additive
     activation: Activation | None = None  # for network
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    index: object = None           # popdyn.multi_index.MultiIndexFunction for multi_index
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -63,11 +65,87 @@ class Teacher:
         b = np.zeros(k) if bias is None else V.array("bias", bias, (k,))
         return cls("network", U, v, b, activation=act)
 
+    @classmethod
+    def gated(cls, gate, U, kappa: float = 1.0) -> "Teacher":
+        """Gated teacher y = κ·F(s)·t with s = u_1·x, t = u_2·x (``U``: 2 orthonormal rows).
+
+        Parameters
+        ----------
+        gate : {"id", "gelu", "tanh", "relu", "rotation"}
+            F = identity (y = st), exact GELU zΦ(z), tanh, max(z, 0); ``"rotation"`` is the
+            bilinear rotation control y = κ(s² − t²)/2 (= s′t′ in the frame rotated by 45°).
+        U : array_like (2, d)
+            Orthonormal rows u_1 (gate axis) and u_2 (value axis).
+        kappa : float
+            Output scale κ (not normalized; use :meth:`normalized`).
+
+        Notes
+        -----
+        E[y] = 0 and V_Y = κ²E[F(Z)²].  The teacher is stored by its normalized Hermite tensor
+        (exact for ``id`` and ``rotation``; truncated with a tail bound otherwise) and every
+        population moment reduces to bivariate scalar moments (DESIGN §3); see
+        :mod:`popdyn.multi_index`.
+
+        References
+        ----------
+        Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), gated teachers st, GELU(s)t,
+        tanh(s)t, ReLU(s)t and the bilinear rotation control (Figures 1, 5, 6); DESIGN §3.
+        """
+        from .multi_index import gated_function
+
+        U = V.array("U", U, (2, None))
+        if U.shape[1] < 2:
+            raise ValueError(f"`U` must have shape (2, d) with d >= 2, got {U.shape}")
+        V.orthonormal_rows("U", U)
+        fn = gated_function(gate)
+        kappa = V.real("kappa", kappa)
+        return cls("multi_index", U, np.array([kappa]), np.zeros(2), index=fn)
+
+    @classmethod
+    def multi_index(cls, hermite_tensor, U, kappa: float = 1.0, *, tail2: float = 0.0) -> "Teacher":
+        """Multi-index teacher y = κ·G(u_1·x, …, u_k·x) from its normalized Hermite tensor.
+
+        Parameters
+        ----------
+        hermite_tensor : dict or array_like
+            F_A = E[G(ξ) Π_l h_{a_l}(ξ_l)] with h_n = He_n/√n!: a dict ``{(a_1, …, a_k): F_A}``
+            or a dense k-dimensional array indexed by A.  G = Σ_A F_A Π_l h_{a_l}(ξ_l).
+        U : array_like (k, d)
+            Orthonormal rows.
+        kappa : float
+            Output scale.
+        tail2 : float
+            Upper bound on Σ F_A² of the entries not given (0: the tensor is exact, i.e. G is
+            the polynomial given).  It enters V_Y and the error estimates.
+
+        Examples
+        --------
+        >>> import numpy as np, popdyn
+        >>> T = popdyn.Teacher.multi_index({(1, 1): 1.0}, np.eye(3)[:2])   # y = s·t
+        >>> T.mean, T.variance
+        (0.0, 1.0)
+
+        References
+        ----------
+        DESIGN §3 (E[σ(αθ·x+β) He_a(s) He_b(t)] = c_{a+b} θ_s^a θ_t^b); :mod:`popdyn.multi_index`.
+        """
+        from .multi_index import tensor_function
+
+        U = V.array("U", U, (None, None))
+        if U.shape[0] == 0 or U.shape[1] == 0:
+            raise ValueError(f"`U` must have at least one row and one column, got shape {U.shape}")
+        V.orthonormal_rows("U", U)
+        fn = tensor_function(hermite_tensor, U.shape[0], tail2=tail2)
+        kappa = V.real("kappa", kappa)
+        return cls("multi_index", U, np.array([kappa]), np.zeros(U.shape[0]), index=fn)
+
     def normalized(self) -> "Teacher":
         """The same teacher rescaled to unit variance (an explicit option, never silent)."""
         sd = np.sqrt(self.variance)
         if not sd > 0:
             raise ValueError("cannot normalize a teacher with zero variance")
+        if self.kind == "multi_index":
+            return Teacher(self.kind, self.U, self.weights / sd, self.bias, index=self.index)
         return Teacher(self.kind, self.U, self.weights / sd, self.bias, self.link, self.activation)
 
     # ------------------------------------------------------------------ geometry
@@ -94,7 +172,7 @@ class Teacher:
     @cached_property
     def subspace(self) -> np.ndarray:
         """Orthonormal basis (rows) of span{u_k}: the teacher subspace used by the diagnostics."""
-        if self.kind == "additive":
+        if self.kind in ("additive", "multi_index"):
             return self.U.copy()
         u, s, vt = np.linalg.svd(self.U, full_matrices=False)
         rank = int(np.sum(s > s.max() * 1e-12)) if s.size and s.max() > 0 else 0
@@ -118,7 +196,10 @@ class Teacher:
 
     def _moments(self):
         if "m" not in self._cache:
-            if self.kind == "additive":
+            if self.kind == "multi_index":
+                k, f = float(self.weights[0]), self.index
+                self._cache["m"] = (k * f.mean, k * k * f.second_moment, k * k * f.variance)
+            elif self.kind == "additive":
                 g = self.link
                 k1 = float(np.sum(self.weights))
                 k2 = float(np.sum(self.weights ** 2))
@@ -140,12 +221,23 @@ class Teacher:
     def __call__(self, X: np.ndarray) -> np.ndarray:
         """Evaluate y at the rows of ``X`` (n, d)."""
         Z = X @ self.U.T + self.bias
+        if self.kind == "multi_index":
+            return self.weights[0] * self.index(Z)
         if self.kind == "additive":
             return self.link(Z) @ self.weights
         return self.activation(Z) @ self.weights
 
     def describe(self) -> dict:
         """Plain-data description (for configs, stores and references)."""
+        if self.kind == "multi_index":
+            f = self.index
+            out = {"kind": "multi_index", "function": f.name, "U": self.U.tolist(),
+                   "kappa": float(self.weights[0])}
+            if f.gate is None:
+                out["tensor"] = {str(tuple(int(a) for a in A)): float(v)
+                                 for A, v in zip(f.tensor.idx, f.tensor.val)}
+                out["tail2"] = f.tensor.tail2
+            return out
         if self.kind == "additive":
             return {"kind": "additive", "link": self.link.name, "U": self.U.tolist(),
                     "kappa": self.weights.tolist()}

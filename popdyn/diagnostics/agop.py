@@ -51,9 +51,16 @@ def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
     References
     ----------
     Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), AGOP definition; DESIGN §3
-    ("The AGOP is M = Wᵀ(aaᵀ ∘ B)W — the same B") and §5.
+    ("The AGOP is M = Wᵀ(aaᵀ ∘ B)W — the same B") and §5.  SwiGLU students are dispatched to
+    :func:`popdyn.swiglu.agop`.
     """
     from .. import _validate as V
+    from ..models import Student
+
+    if not isinstance(student, Student):
+        from .. import swiglu
+        if isinstance(student, swiglu.SwiGLUStudent):
+            return swiglu.agop(student, params, rtol=V.real("rtol", rtol, positive=True))
     from .._moments import moments
 
     _check_student(student, params)

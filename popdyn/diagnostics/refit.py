@@ -229,8 +229,12 @@ def refit_problem(student, params, teacher, *, moments=None, rtol: float = 1e-10
     """
     if moments is None:
         from .._moments import moments as _moments
-        from ..objective import _check
+        from ..objective import _check, _extension
 
+        ext = _extension(student, teacher)
+        if ext is not None and ext.__name__.endswith("multi_index"):
+            _check(student, params, teacher)
+            return _problem_from(student, teacher, ext.refit_moments(student, params, teacher, rtol))
         _check(student, params, teacher)
         moments = _moments(student, params, teacher, rtol=rtol, grad=False)
     return _problem_from(student, teacher, moments)
@@ -458,8 +462,12 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     (Figures 1, 2; Tables 3–4); DESIGN §5, §6.
     """
     from .._moments import moments as _moments
-    from ..objective import _check
+    from ..objective import _check, _extension
 
+    ext = _extension(student, teacher)
+    if ext is not None and ext.__name__.endswith("swiglu"):
+        return ext.refit_risk(student, params, teacher, kind, budget, U=U, rcond=rcond,
+                              equilibrate=equilibrate, rtol=rtol)
     kind = check_kind(kind)
     _check(student, params, teacher)
     budget = _check_budget(kind, budget)
@@ -476,7 +484,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         params = params.replace(W=snap_to_axes(params.W, S, axes))
     elif U is not None:
         raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
-    M = _moments(student, params, teacher, rtol=rtol, grad=False)
+    if ext is not None:          # multi-index teacher, ordinary student
+        M = ext.refit_moments(student, params, teacher, rtol)
+    else:
+        M = _moments(student, params, teacher, rtol=rtol, grad=False)
     prob = _problem_from(student, teacher, M)
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))

@@ -1,0 +1,826 @@
+r"""SwiGLU students f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c with an exactly fitted intercept.
+
+Every population quantity reduces to bivariate scalar moments of SiLU over the gate pair
+(g_i·x, g_j·x) times inner products of gates and values (DESIGN §3, "SwiGLU student").  With
+σ = SiLU, σ_i = σ(g_i·x), α_i = |g_i|, θ_i = g_i/α_i, ρ_ij = θ_i·θ_j and
+
+    M^{pq}_ij = E[σ^{(p)}_i σ^{(q)}_j] = Σ_n T^{(p)}_n(α_i) T^{(q)}_n(α_j) ρ_ij^n,
+    T^{(p)}_n(α) = E[σ^{(p)}(αz) h_n(z)]                                   (Mehler, DESIGN §2)
+
+(p + q ≤ 4; the T^{(p)} come from composite Gauss–Legendre quadrature, with the order raised
+until the pair sums and, against non-polynomial teachers, the sequences themselves have
+converged; see :func:`silu_coefficients`), Stein's identity E[x_a x_b h] = δ_ab E[h] + E[∂_a∂_b h]
+gives, with GV_ij = g_i·v_j, δ_i = g_i·v_i, VV_ij = v_i·v_j:
+
+    E[φ_i]       = δ_i M^{10}                                   (φ_i = σ_i (v_i·x))
+    Q^{pq}_ij    = E[σ^{(p)}_i σ^{(q)}_j (v_i·x)(v_j·x)]
+                 = VV_ij M^{pq} + GV_ij δ_i M^{p+2,q} + (GV_ij GV_ji + δ_iδ_j) M^{p+1,q+1}
+                   + δ_j GV_ji M^{p,q+2}                                        (SG-1)
+    E[φ_iφ_j]    = Q^{00}_ij
+    E[φ_i σ_j x] = g_i(δ_i M^{20} + GV_ji M^{11}) + g_j(δ_i M^{11} + GV_ji M^{02}) + v_i M^{00}
+    E[φ_i σ'_j (v_j·x) x] = g_i Q^{11} + g_j Q^{02} + v_i(GV_ij M^{11} + δ_j M^{02})
+                            + v_j(δ_i M^{11} + GV_ji M^{02})                    (SG-2)
+
+and the loss L = ½E[(f − y)²], ∂L/∂a_j = E[r φ_j], ∂L/∂v_j = a_j E[r σ_j x],
+∂L/∂g_j = a_j E[r σ'_j (v_j·x) x] (r = f − y) are m×m Hadamard products followed by GEMMs.
+The AGOP is M = Gᵀ(aaᵀ∘Q^{11})G + Gᵀ(aaᵀ∘E)V + Vᵀ(aaᵀ∘Eᵀ)G + Vᵀ(aaᵀ∘M^{00})V with
+E_ij = E[σ'_iσ_j(v_i·x)] = δ_i M^{20}_ij + GV_ji M^{11}_ij.
+
+Teacher terms use Stein on the student side only, so that the teacher enters through
+E[σ^{(p)}_j D y] for y, its gradient and its Hessian applied to v_j, each a generalized
+Mehler sum (MI-1) of :mod:`popdyn.multi_index` (additive links, network units and
+multi-index tensors alike):
+
+    E[y φ_j]              = E[σ_j ∂_{v_j} y] + δ_j E[y σ'_j]
+    E[y σ_j x]            = E[σ_j ∇y] + g_j E[y σ'_j]
+    E[y σ'_j (v_j·x) x]   = E[σ'_j ∇∂_{v_j} y] + δ_j E[σ''_j ∇y] + g_j(E[σ''_j ∂_{v_j} y]
+                            + δ_j E[y σ'''_j]) + v_j E[y σ'_j].
+
+Intercept: with ``intercept=True`` (the paper's setting) c is *fitted exactly*,
+c* = E[y] − Σ_j a_j E[φ_j], by :func:`fit_intercept`, by ``init(..., teacher=...)`` and at every
+state visited by :func:`popdyn.train` (the flow of the profiled loss min_c L, whose gradient
+in (a, G, V) is the partial gradient at c*).  ``population_loss`` / ``population_grad`` evaluate
+at the intercept given (its gradient E[r] vanishes at c*).
+
+References
+----------
+Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): SwiGLU students with an exactly
+fitted intercept, head-rate multipliers 0.01 / 0.001, leading-AGOP alignment during the
+plateau, unrestricted refit (Figures 3, 4, 15–19; Tables 3–5); DESIGN §3–§5.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import _validate as V
+from ._kernels import swiglu as _ks
+from .dynamics import Trajectory
+
+_EPS = np.finfo(np.float64).eps
+_NMIN, _NMAX = 16, 4096
+_SEQ_TOL = 1e-13   # single-sequence tail (p <= 3) against non-polynomial teachers
+_PAIR_TOL = 1e-17  # products of the tails of the two sequences of a Mehler pair moment
+_PAIRS = ((0, 0), (1, 1), (2, 2), (2, 0), (3, 1), (4, 0))
+_L = 13.0          # half-length of the z-interval: the integrand is < 0.44|σ|e^{-L²/4} = 6e-19|σ| beyond
+_GL = 20           # Gauss-Legendre points per panel
+
+
+@functools.lru_cache(maxsize=64)
+def _rule(N: int, bucket: int):
+    """Composite Gauss–Legendre rule on [−L, L] for orders ≤ N and gate norms α ≤ 2^{bucket/2}.
+
+    Panel width h = min(12/√(N+1), 0.85π/α_b, 2): at most 12 rad of Hermite-function phase per
+    panel (≥ 10 nodes per wavelength; the Gauss–Legendre error for e^{ikx} behaves like
+    (e·kh/4q)^{2q} ≈ 1e−16 at q = 20) and a Bernstein ellipse parameter ≥ 2.5 around SiLU's
+    poles at distance π/α (as in :mod:`popdyn._hermite`, with L = 13 and wider panels allowed
+    for the low orders of small gates).
+    """
+    alpha_b = 2.0 ** (bucket / 2.0)
+    h = min(12.0 / math.sqrt(N + 1.0), 0.85 * math.pi / alpha_b, 2.0)
+    panels = int(math.ceil(2.0 * _L / h))
+    x, w = np.polynomial.legendre.leggauss(_GL)
+    edges = np.linspace(-_L, _L, panels + 1)
+    half = 0.5 * (edges[1:] - edges[:-1])
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    nodes = (mid[:, None] + half[:, None] * x[None, :]).ravel()
+    weights = (half[:, None] * w[None, :]).ravel()
+    return nodes, weights
+
+
+@functools.lru_cache(maxsize=64)
+def _gh_rule(K: int):
+    """Gauss–Hermite rule of K nodes for N(0, 1), restricted to |z| ≤ L (weights of the dropped
+    nodes are below e^{−L²/2}; with |h_n(z)| e^{−z²/4} ≤ 1.09 their contribution to any
+    coefficient is below 1e−18 of it and they would overflow the recurrence)."""
+    from scipy.linalg import eigh_tridiagonal
+
+    # nodes: eigenvalues of the Jacobi matrix (Golub–Welsch); weights from the Christoffel
+    # function 1/Σ_{n<K} h_n(z)², accurate to full relative precision on |z| ≤ L
+    z = eigh_tridiagonal(np.zeros(K), np.sqrt(np.arange(1.0, K)), eigvals_only=True)
+    z = np.ascontiguousarray(z[np.abs(z) <= _L])
+    for it in range(2):            # Newton on h_K (eigenvalues carry an error ~ u·2√K)
+        h0, h1 = np.ones_like(z), z.copy()
+        acc = h0 * h0 + h1 * h1
+        for n in range(1, K):
+            h0, h1 = h1, (z * h1 - math.sqrt(n) * h0) / math.sqrt(n + 1.0)
+            if n < K - 1:
+                acc += h1 * h1
+        if it == 0:
+            z = z - h1 / (math.sqrt(K) * h0)     # h_K' = √K h_{K−1}
+    return z, np.ascontiguousarray(1.0 / acc)
+
+
+_GH_ALPHA = 3.0     # Gauss–Hermite for gates up to this norm, composite Gauss–Legendre beyond
+_N_HINT = {}        # last order used per α-bucket and criterion (warm start of the adaptive order)
+
+
+def _bucket(a: float) -> int:
+    if a <= 1.0:
+        return 0
+    k = int(math.ceil(2.0 * math.log2(a)))
+    while 2.0 ** (k / 2.0) < a:
+        k += 1
+    return k
+
+
+# ---------------------------------------------------------------------------- parameters
+@dataclass(frozen=True)
+class SwiGLUParams:
+    """Parameters of a SwiGLU student: head ``a`` (m,), gates ``G`` (m, d), values ``V`` (m, d),
+    intercept ``c``.  Also used for gradients.  Arrays are float64 copies (use :meth:`replace`)."""
+
+    a: np.ndarray
+    G: np.ndarray
+    V: np.ndarray
+    c: float = 0.0
+
+    def __post_init__(self):
+        a = np.array(self.a, dtype=np.float64)
+        G = np.array(self.G, dtype=np.float64)
+        Vv = np.array(self.V, dtype=np.float64)
+        if a.ndim != 1:
+            raise ValueError(f"`a` must be 1-dimensional, got shape {a.shape}")
+        if G.ndim != 2 or G.shape[0] != a.shape[0]:
+            raise ValueError(f"`G` must have shape (m, d) = ({a.shape[0]}, d), got {G.shape}")
+        if Vv.shape != G.shape:
+            raise ValueError(f"`V` must have the shape of `G` {G.shape}, got {Vv.shape}")
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "G", G)
+        object.__setattr__(self, "V", Vv)
+        object.__setattr__(self, "c", float(self.c))
+
+    @property
+    def m(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.G.shape[1]
+
+    def replace(self, **kw) -> "SwiGLUParams":
+        return replace(self, **kw)
+
+    def copy(self) -> "SwiGLUParams":
+        return SwiGLUParams(self.a.copy(), self.G.copy(), self.V.copy(), self.c)
+
+    def flat(self) -> np.ndarray:
+        """All parameters as one vector (a, G row-major, V row-major, c)."""
+        return np.concatenate([self.a, self.G.ravel(), self.V.ravel(), [self.c]])
+
+    @classmethod
+    def from_flat(cls, v, m: int, d: int) -> "SwiGLUParams":
+        v = np.asarray(v, dtype=np.float64)
+        k = m * d
+        return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:m + 2 * k].reshape(m, d), float(v[-1]))
+
+    def is_finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.G))
+                    and np.all(np.isfinite(self.V)) and np.isfinite(self.c))
+
+    def to_dict(self) -> dict:
+        return {"a": self.a.tolist(), "G": self.G.tolist(), "V": self.V.tolist(), "c": self.c}
+
+
+@dataclass(frozen=True)
+class SwiGLUStudent:
+    """A SwiGLU student ``f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c`` on x ~ N(0, I_d).
+
+    Parameters
+    ----------
+    d, m : int
+        Input dimension and width (> 0).
+    intercept : bool
+        If True (default, as in the paper) the intercept is fitted exactly at every state
+        visited by :func:`popdyn.train` and by ``init(..., teacher=...)``; if False, c ≡ 0.
+
+    Notes
+    -----
+    SiLU(t) = t·sigmoid(t) (DESIGN §2).  The moment reduction is described in
+    :mod:`popdyn.swiglu`.  ``popdyn.population_loss``, ``population_grad``, ``loss_and_grad``,
+    ``fit_intercept``, ``train``, ``agop`` and ``refit_risk`` accept SwiGLU students unchanged.
+
+    References
+    ----------
+    Seed paper 003, SwiGLU students (Figures 3, 4, 15–19); DESIGN §3.
+    """
+
+    d: int
+    m: int
+    intercept: bool = True
+
+    def __post_init__(self):
+        V.positive_int("d", self.d)
+        V.positive_int("m", self.m)
+        if not isinstance(self.intercept, bool):
+            raise TypeError(f"`intercept` must be a bool, got {self.intercept!r}")
+
+    activation = "swiglu"
+    scaling = "standard"
+    s = 1.0
+
+    def replace(self, **kw) -> "SwiGLUStudent":
+        return replace(self, **kw)
+
+    def check(self, params, name: str = "params") -> SwiGLUParams:
+        """Validate ``params`` against this student (type, shapes, finiteness, fixed c)."""
+        if not isinstance(params, SwiGLUParams):
+            raise TypeError(f"`{name}` must be a popdyn.SwiGLUParams, got {type(params).__name__}")
+        for nm, arr in (("G", params.G), ("V", params.V)):
+            if arr.shape != (self.m, self.d):
+                raise ValueError(f"`{name}.{nm}` must have shape (m, d) = ({self.m}, {self.d}), "
+                                 f"got {arr.shape}")
+        for nm, arr in (("a", params.a), ("G", params.G), ("V", params.V)):
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"`{name}.{nm}` must be finite (contains NaN or inf)")
+        if not np.isfinite(params.c):
+            raise ValueError(f"`{name}.c` must be finite, got {params.c}")
+        if not self.intercept and params.c != 0:
+            raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
+        return params
+
+    def init(self, seed: int, scale: float, teacher=None) -> SwiGLUParams:
+        """Deterministic small Gaussian initialization.
+
+        a_j ~ N(0, scale²), G_jk ~ N(0, scale²/d), V_jk ~ N(0, scale²/d) (so |g_j| ≈ |v_j| ≈
+        scale), drawn in that order from ``numpy.random.default_rng(seed)``.  The intercept is
+        0, or -- when ``teacher`` is given and ``intercept`` is True -- fitted exactly.
+        """
+        seed = V.nonneg_int("seed", seed)
+        scale = V.real("scale", scale, positive=True)
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal(self.m) * scale
+        G = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
+        Vv = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
+        p = SwiGLUParams(a, G, Vv, 0.0)
+        if teacher is not None and self.intercept:
+            p = fit_intercept(self, p, teacher)
+        return p
+
+    def __call__(self, params: SwiGLUParams, X: np.ndarray) -> np.ndarray:
+        """Evaluate f at the rows of ``X`` (n, d) (Monte Carlo, finite samples)."""
+        from scipy.special import expit
+        Z = X @ params.G.T
+        return ((Z * expit(Z)) * (X @ params.V.T)) @ params.a + params.c
+
+
+def _check(student, params, teacher=None, need_teacher=True):
+    from .teachers import Teacher
+    if not isinstance(student, SwiGLUStudent):
+        raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
+    student.check(params)
+    if need_teacher or teacher is not None:
+        if not isinstance(teacher, Teacher):
+            raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
+        if teacher.d != student.d:
+            raise ValueError(f"`teacher` has input dimension {teacher.d} but the student has "
+                             f"d = {student.d}")
+
+
+# ---------------------------------------------------------------------------- SiLU coefficients
+def silu_coefficients(al, *, seq_tol=_SEQ_TOL, pair_tol=_PAIR_TOL, nmin: int = _NMIN,
+                      nmax: int = _NMAX, n_enough=None):
+    """T[p, j, n] = E[SiLU^{(p)}(al_j z) h_n(z)], p = 0..4, at an adaptive common order N.
+
+    SiLU is analytic in the strip |Im t| < π, so the coefficients decay like exp(−π√(2n)/α)
+    (the higher derivatives later: T^{(p)}_n ~ n^{p/2} T^{(0)}_n / α^p).  With r_p the largest
+    ratio (last eight coefficients)/(sequence norm) over the units, the order grows by 1.5× from
+    ``nmin`` until
+
+    * pair sums (the Mehler moments M^{pq}, pairs 00, 11, 22, 20, 31, 40): r_p·r_q ≤ ``pair_tol``
+      (their truncation error is below that fraction of ‖T^{(p)}‖‖T^{(q)}‖);
+    * if ``seq_tol`` is not None (teachers with non-polynomial coefficients, which do not decay
+      themselves): r_p ≤ max(``seq_tol``, 4√K·u) for p ≤ 3 (K quadrature nodes, u = 2⁻⁵³: the
+      rounding floor of the quadrature sums) -- unless N ≥ ``n_enough`` (a teacher that is a
+      polynomial of degree n_enough − 3, up to shells below 1e−17 of its norm).
+
+    Returns ``(T, N, converged)``.
+    """
+    al = np.ascontiguousarray(al, dtype=np.float64)
+    m = al.shape[0]
+    amax = float(al.max()) if m else 0.0
+    bk = _bucket(amax)
+    hint_key = (bk, seq_tol, pair_tol, nmin, n_enough)
+    N = max(nmin, _N_HINT.get(hint_key, nmin))
+    while True:
+        T, K = _silu_level(al, N, amax, bk)
+        cut = _smallest_order(T, nmin, seq_tol, pair_tol, K, n_enough)
+        if cut is not None or N >= nmax:
+            if cut is None:
+                return T, N, False
+            _N_HINT[hint_key] = cut
+            return np.ascontiguousarray(T[:, :, :cut + 1]), cut, True
+        N = min(nmax, int(np.ceil(1.5 * N / 8.0)) * 8)
+
+
+def _silu_level(al, N, amax, bk):
+    """Coefficients to order N: Gauss–Hermite with K = 2N + 32 nodes (exact in the Hermite
+    basis except for aliasing from degrees ≥ 2K − N = 3N + 64, where the sequences are far below
+    their tolerance) for α ≤ 3; the composite Gauss–Legendre rule :func:`_rule` otherwise."""
+    m = al.shape[0]
+    T = np.empty((5, m, N + 1))
+    if amax <= _GH_ALPHA:
+        nodes, w = _gh_rule(2 * N + 32)
+        _ks.silu_coeffs(al, nodes, w, False, T)
+    else:
+        nodes, w = _rule(N, bk)
+        _ks.silu_coeffs(al, nodes, w, True, T)
+    return T, nodes.size
+
+
+def _smallest_order(T, nmin, seq_tol, pair_tol, K, n_enough=None):
+    """Smallest order N' ≥ nmin (multiple of 8 from the end) meeting the criteria of
+    :func:`silu_coefficients` with the block of eight coefficients ending at N'; None if the
+    full order does not."""
+    N = T.shape[2] - 1
+    nrm = np.sqrt(np.sum(T * T, axis=2))
+    safe = np.where(nrm > 0, nrm, 1.0)
+    floor = None if seq_tol is None else max(seq_tol, 4.0 * math.sqrt(K) * _EPS / 2)
+
+    def ok_at(n):
+        last = np.max(np.abs(T[:, :, n - 7:n + 1]), axis=2)
+        r = np.where(nrm > 0, last / safe, 0.0).max(axis=1) if T.shape[1] else np.zeros(5)
+        good = all(r[p] * r[q] <= pair_tol for p, q in _PAIRS)
+        return good and (floor is None or (n_enough is not None and n >= n_enough)
+                         or bool(np.all(r[:4] <= floor)))
+
+    if not ok_at(N):
+        return None
+    best = N
+    n = N - 8
+    while n >= max(nmin, 8) and ok_at(n):
+        best = n
+        n -= 8
+    return best
+
+
+def _effective_degree(shell_norms, tail2, energy):
+    """Largest n whose Hermite shell norm exceeds 1e−17·‖y‖, or None when the stored shells or
+    the tail beyond them do not fall below that level (slowly decaying teachers)."""
+    thr = 1e-17 * math.sqrt(max(energy, 1e-300))
+    if math.sqrt(max(tail2, 0.0)) > thr:
+        return None
+    big = np.flatnonzero(np.asarray(shell_norms) > thr)
+    if big.size and big[-1] == len(shell_norms) - 1:
+        return None
+    return int(big[-1]) if big.size else 0
+
+
+def _teacher_needs(teacher):
+    """(n_enough, seq_tol) for the SiLU order.  A teacher whose Hermite shells beyond degree D
+    are below 1e−17 of its norm (polynomials; GELU gates, silu/bump/sine/damped-cubic links,
+    whose coefficients decay fast) is served once N ≥ D + 3 (the truncated sums then miss less
+    than 1e−17·‖y‖·‖T^{(p)}‖, Cauchy–Schwarz per shell) or once the SiLU sequences have converged
+    to ``seq_tol``, whichever comes first; others (relu/abs/tanh gates and links, network units)
+    need the sequences converged."""
+    key = "swiglu_needs"
+    if key not in teacher._cache:
+        D = None
+        if teacher.kind == "multi_index":
+            F = teacher.index.tensor
+            if F.polynomial:
+                D = F.degree
+            else:
+                deg = F.idx.sum(axis=1)
+                shells = np.zeros(int(deg.max()) + 1)
+                np.add.at(shells, deg, F.val ** 2)
+                D = _effective_degree(np.sqrt(shells), F.tail2, F.energy + F.tail2)
+        elif teacher.kind == "additive":
+            lk = teacher.link
+            if lk.p == 0.0 and lk.is_polynomial:
+                D = max(lk.N_tab, 1)
+            elif lk.p == 0.0:
+                c = lk.coefficients_full(lk.N_tab)
+                D = _effective_degree(np.abs(c), float(lk.t2[-1]), lk.second_moment)
+        teacher._cache[key] = (None, _SEQ_TOL) if D is None else (D + 3, _SEQ_TOL)
+    return teacher._cache[key]
+
+
+# ---------------------------------------------------------------------------- teacher terms
+def _teacher_terms(teacher, N):
+    """[(weight, B (k_t, d) orthonormal rows, HermiteTensor)]: y = Σ weight·G_t(B x)."""
+    from ._hermite import unit_coefficients
+    from .multi_index import HermiteTensor
+
+    key = ("swiglu_terms", N)
+    if key in teacher._cache:
+        return teacher._cache[key]
+
+    def one_d(c):
+        c = np.asarray(c, dtype=np.float64)
+        nz = np.flatnonzero(c != 0.0)
+        if nz.size == 0:
+            nz = np.zeros(1, dtype=np.int64)
+        return HermiteTensor(nz[:, None].astype(np.int64), c[nz].copy(), 1)
+
+    terms = []
+    if teacher.kind == "multi_index":
+        terms.append((float(teacher.weights[0]), teacher.U, teacher.index.tensor))
+    elif teacher.kind == "additive":
+        lk = teacher.link
+        if lk.p == 0.0 and lk.is_polynomial:
+            Nk = max(lk.N_tab, 1)
+        elif lk.is_polynomial:
+            Nk = N + 3
+        else:
+            Nk = min(N + 3, lk.N_tab)
+        F = one_d(lk.coefficients_full(Nk))
+        for k in range(teacher.k):
+            terms.append((float(teacher.weights[k]), teacher.U[k:k + 1], F))
+    else:
+        act = teacher.activation
+        al, be, th = teacher.alpha, teacher.bias, teacher.theta
+        if act.kind == "pl":
+            uc = unit_coefficients("pl", al, be, p=act.p, q=act.q, n=N + 3)
+        else:
+            uc = unit_coefficients("smooth", al, be, code=act.code, n=N + 3, rtol=1e-16)
+        for k in range(teacher.k):
+            terms.append((float(teacher.weights[k]), th[k:k + 1], one_d(uc.S[k, :N + 4])))
+    out = []
+    for w, B, F in terms:
+        kt = F.k
+        d1 = [F.derivative(l) for l in range(kt)]
+        d2 = [[d1[l].derivative(l2) for l2 in range(kt)] for l in range(kt)]
+        out.append((w, np.ascontiguousarray(B), F, d1, d2))
+    teacher._cache[key] = out
+    return out
+
+
+def _teacher_cross(teacher, T, N, theta, G, Vv, dl):
+    """Teacher vectors of the SwiGLU gradient (module docstring): Yφ (m,), Yσx (m, d),
+    Yσ'vx (m, d), Y1 (m,)."""
+    m, d = G.shape
+    Y = np.zeros((4, m))
+    N0 = np.zeros((m, d)); N2 = np.zeros((m, d)); Hv = np.zeros((m, d))
+    Dv0 = np.zeros(m); Dv2 = np.zeros(m)
+    T03 = np.ascontiguousarray(T[0:4])
+    T02 = np.ascontiguousarray(T[[0, 2]])
+    T1 = np.ascontiguousarray(T[1:2])
+    for w, B, F, d1, d2 in _teacher_terms(teacher, N):
+        xi = theta @ B.T
+        VB = Vv @ B.T
+        Y += w * F.contract(T03, xi)
+        kt = F.k
+        E0 = np.empty((m, kt)); E2 = np.empty((m, kt))
+        H = np.empty((m, kt, kt))
+        for l in range(kt):
+            e = d1[l].contract(T02, xi)
+            E0[:, l], E2[:, l] = e[0], e[1]
+            for l2 in range(l, kt):
+                H[:, l, l2] = d2[l][l2].contract(T1, xi)[0]
+                H[:, l2, l] = H[:, l, l2]
+        N0 += w * (E0 @ B)
+        N2 += w * (E2 @ B)
+        Dv0 += w * np.sum(VB * E0, axis=1)
+        Dv2 += w * np.sum(VB * E2, axis=1)
+        Hv += w * (np.einsum("jlk,jk->jl", H, VB) @ B)
+    Yphi = Dv0 + dl * Y[1]
+    Ysx = N0 + G * Y[1][:, None]
+    Yspvx = Hv + dl[:, None] * N2 + G * (Dv2 + dl * Y[3])[:, None] + Vv * Y[1][:, None]
+    return Yphi, Ysx, Yspvx
+
+
+# ---------------------------------------------------------------------------- moments
+@dataclass
+class SwiGLUMoments:
+    """Pair moments M^{pq}, inner products and the derived feature moments of a SwiGLU state."""
+
+    M00: np.ndarray
+    M11: np.ndarray
+    M22: np.ndarray
+    M20: np.ndarray
+    M31: np.ndarray
+    M40: np.ndarray
+    GV: np.ndarray
+    VV: np.ndarray
+    dl: np.ndarray
+    mu1: np.ndarray
+    mu3: np.ndarray
+    Phi: np.ndarray            # E[φ_iφ_j]
+    phibar: np.ndarray         # E[φ_j]
+    N: int
+    converged: bool
+    Yphi: np.ndarray | None = None
+    Ysx: np.ndarray | None = None
+    Yspvx: np.ndarray | None = None
+
+
+def moments(student, params, teacher=None) -> SwiGLUMoments:
+    """All SwiGLU moments at ``params`` (teacher terms when ``teacher`` is given); no checks."""
+    G, Vv = params.G, params.V
+    m = student.m
+    al = np.sqrt(np.einsum("ij,ij->i", G, G))
+    theta = np.zeros_like(G)
+    nz = al > 0
+    theta[nz] = G[nz] / al[nz, None]
+    if teacher is None:
+        T, N, conv = silu_coefficients(al)
+    else:
+        n_enough, seq_tol = _teacher_needs(teacher)
+        T, N, conv = silu_coefficients(al, seq_tol=seq_tol, n_enough=n_enough)
+    R = np.clip(theta @ theta.T, -1.0, 1.0)
+    R[np.diag_indices(m)] = np.where(nz, 1.0, 0.0)
+    R = np.ascontiguousarray(R)
+    Ms = [np.empty((m, m)) for _ in range(6)]
+    _ks.pair_moments(T, R, *Ms)
+    M00, M11, M22, M20, M31, M40 = Ms
+    GV = G @ Vv.T
+    VV = Vv @ Vv.T
+    dl = np.ascontiguousarray(np.diag(GV))
+    GG2 = GV * GV.T + np.outer(dl, dl)
+    Phi = VV * M00 + dl[:, None] * GV * M20 + (dl[:, None] * GV * M20).T + GG2 * M11
+    Phi = 0.5 * (Phi + Phi.T)
+    mu1 = T[1, :, 0].copy()
+    mu3 = T[3, :, 0].copy()
+    Mo = SwiGLUMoments(M00, M11, M22, M20, M31, M40, GV, VV, dl, mu1, mu3, Phi, dl * mu1, N, conv)
+    if teacher is not None:
+        Mo.Yphi, Mo.Ysx, Mo.Yspvx = _teacher_cross(teacher, T, N, theta, G, Vv, dl)
+    return Mo
+
+
+def _loss_from(params, teacher, Mo) -> float:
+    a, c = params.a, params.c
+    ff = a @ Mo.Phi @ a + 2.0 * c * (a @ Mo.phibar) + c * c
+    fy = a @ Mo.Yphi + c * teacher.mean
+    return 0.5 * (ff - 2.0 * fy + teacher.second_moment)
+
+
+def _grad_from(student, params, teacher, Mo) -> SwiGLUParams:
+    a, c, G, Vv = params.a, params.c, params.G, params.V
+    M00, M11, M22, M20, M31, M40 = Mo.M00, Mo.M11, Mo.M22, Mo.M20, Mo.M31, Mo.M40
+    GV, VV, dl = Mo.GV, Mo.VV, Mo.dl
+    ga = Mo.Phi @ a + c * Mo.phibar - Mo.Yphi
+    gc = a @ Mo.phibar + c - teacher.mean if student.intercept else 0.0
+    # value gradient: a_j E[r σ_j x]
+    ad = a * dl
+    K1 = ad[None, :] * M20.T + a[None, :] * GV * M11
+    s2 = M11 @ ad + (GV * M20) @ a
+    Sv = K1 @ G + s2[:, None] * G + (M00 * a[None, :]) @ Vv
+    gV = a[:, None] * (Sv + (c * Mo.mu1)[:, None] * G - Mo.Ysx)
+    # gate gradient: a_j E[r σ'_j (v_j·x) x]
+    GG2 = GV * GV.T + np.outer(dl, dl)
+    dG = dl[:, None] * GV
+    Q11 = VV * M11 + dG * M31 + GG2 * M22 + (dG * M31).T
+    Q02 = VV * M20.T + dG * M22 + GG2 * M31.T + dl[None, :] * GV.T * M40.T
+    K3 = a[None, :] * (GV.T * M11 + dl[:, None] * M20)
+    Sg = (Q11 * a[None, :]) @ G + G * (Q02.T @ a)[:, None] + K3 @ Vv + Vv * s2[:, None]
+    cg = c * ((dl * Mo.mu3)[:, None] * G + Mo.mu1[:, None] * Vv)
+    gG = a[:, None] * (Sg + cg - Mo.Yspvx)
+    return SwiGLUParams(ga, gG, gV, gc)
+
+
+# ---------------------------------------------------------------------------- public layer
+def population_loss(student, params, teacher, *, rtol: float = 1e-10, full_output: bool = False):
+    """L = ½E[(f − y)²] of a SwiGLU student at ``params`` (intercept as given).
+
+    ``full_output`` returns ``(L, info)`` with ``info["order"]`` (Hermite order of the SiLU
+    coefficients), ``info["converged"]`` and ``info["error"]``, an *estimate* of the absolute
+    error of L: (8(N+2)ε + 1e−15) times the sum of the absolute values of the terms of L
+    (coefficient truncation at 1e−15 of each sequence's norm, plus rounding).  ``rtol`` is
+    accepted for API compatibility (the SiLU sequences are always taken to 1e−15).
+    """
+    _check(student, params, teacher)
+    Mo = moments(student, params, teacher)
+    L = _loss_from(params, teacher, Mo)
+    if full_output:
+        a, c = np.abs(params.a), abs(params.c)
+        size = (a @ np.abs(Mo.Phi) @ a + 2 * c * (a @ np.abs(Mo.phibar)) + c * c
+                + 2 * a @ np.abs(Mo.Yphi) + 2 * c * abs(teacher.mean) + teacher.second_moment)
+        err = (8.0 * (Mo.N + 2) * _EPS + _SEQ_TOL) * 0.5 * size
+        return L, {"error": float(err), "order": Mo.N, "converged": Mo.converged}
+    return L
+
+
+def population_grad(student, params, teacher, *, rtol: float = 1e-10) -> SwiGLUParams:
+    """Exact gradient of L in (a, G, V, c) as a :class:`SwiGLUParams` (c's entry is E[f − y],
+    0 for ``intercept=False``)."""
+    _check(student, params, teacher)
+    return _grad_from(student, params, teacher, moments(student, params, teacher))
+
+
+def loss_and_grad(student, params, teacher, *, rtol: float = 1e-10, check: bool = True):
+    """(L, ∇L) from one moment evaluation."""
+    if check:
+        _check(student, params, teacher)
+    Mo = moments(student, params, teacher)
+    return _loss_from(params, teacher, Mo), _grad_from(student, params, teacher, Mo)
+
+
+def fit_intercept(student, params, teacher) -> SwiGLUParams:
+    """``params`` with c = E[y] − Σ_j a_j E[φ_j], E[φ_j] = (g_j·v_j) E[SiLU'(g_j·x)]."""
+    _check(student, params.replace(c=0.0) if not student.intercept else params, teacher)
+    G = params.G
+    al = np.sqrt(np.einsum("ij,ij->i", G, G))
+    T, _, _ = silu_coefficients(al, pair_tol=1.0, seq_tol=1e-15)   # only E[SiLU'] is needed
+    dl = np.einsum("ij,ij->i", G, params.V)
+    return params.replace(c=float(teacher.mean - params.a @ (dl * T[1, :, 0])))
+
+
+def _profiled(student, p, teacher):
+    """(L, grad, p) at the fitted intercept (intercept=True) from one moment evaluation."""
+    Mo = moments(student, p, teacher)
+    if student.intercept:
+        p = p.replace(c=float(teacher.mean - p.a @ Mo.phibar))
+    return _loss_from(p, teacher, Mo), _grad_from(student, p, teacher, Mo), p
+
+
+def agop_from_moments(params, Mo) -> np.ndarray:
+    a, G, Vv = params.a, params.G, params.V
+    aa = np.outer(a, a)
+    GV, dl, M11, M20 = Mo.GV, Mo.dl, Mo.M11, Mo.M20
+    GG2 = GV * GV.T + np.outer(dl, dl)
+    dG = dl[:, None] * GV
+    Q11 = Mo.VV * M11 + dG * Mo.M31 + GG2 * Mo.M22 + (dG * Mo.M31).T
+    E = dl[:, None] * M20 + GV.T * M11
+    X = G.T @ ((aa * E) @ Vv)
+    M = G.T @ ((aa * Q11) @ G) + X + X.T + Vv.T @ ((aa * Mo.M00) @ Vv)
+    return 0.5 * (M + M.T)
+
+
+def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
+    """AGOP M = E[∇_x f ∇_x fᵀ] of a SwiGLU student (module docstring; DESIGN §5).
+
+    ∇_x f = Σ_j a_j [SiLU'(g_j·x)(v_j·x) g_j + SiLU(g_j·x) v_j]; the intercept does not enter.
+    """
+    _check(student, params, need_teacher=False)
+    return agop_from_moments(params, moments(student, params, None))
+
+
+def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *, U=None,
+               rcond: float = 1e-12, equilibrate: bool = True, rtol: float = 1e-10):
+    """Frozen-feature refit of a SwiGLU student: features φ_j = SiLU(g_j·x)(v_j·x) with G, V
+    frozen; the head and intercept are refitted (see :func:`popdyn.diagnostics.refit_risk`).
+
+    Kinds ``unrestricted`` (the paper's equilibrated 1e−12 eigencutoff solve), ``same_budget``
+    and ``bounded``.  ``projected`` is not defined for SwiGLU students (ValueError).
+    """
+    from .diagnostics.refit import RefitProblem, _check_budget, _refit, check_kind
+
+    kind = check_kind(kind)
+    if kind == "projected":
+        raise ValueError("`kind`='projected' is not defined for SwiGLU students; use one of "
+                         "'unrestricted', 'same_budget', 'bounded'")
+    if U is not None:
+        raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
+    _check(student, params, teacher)
+    budget = _check_budget(kind, budget)
+    rcond = V.real("rcond", rcond, positive=True)
+    if not rcond < 1:
+        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
+    if not isinstance(equilibrate, (bool, np.bool_)):
+        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+    Mo = moments(student, params, teacher)
+    ey = teacher.mean
+    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
+    Gm = 0.5 * (Gm + Gm.T)
+    g = Mo.Yphi - Mo.phibar * ey
+    dropped = np.diag(Gm) <= 32.0 * _EPS * np.abs(np.diag(Mo.Phi))
+    if np.any(dropped):
+        Gm[dropped, :] = 0.0
+        Gm[:, dropped] = 0.0
+        g = np.where(dropped, 0.0, g)
+    prob = RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
+    if kind == "same_budget":
+        budget = float(np.linalg.norm(params.a))
+    return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate), params=params)
+
+
+# ---------------------------------------------------------------------------- dynamics
+def _axpy(p, g, h, ma):
+    return SwiGLUParams(p.a - (h * ma) * g.a, p.G - h * g.G, p.V - h * g.V, p.c)
+
+
+def _diff_norm(p, q) -> float:
+    return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.G - q.G) ** 2)
+                         + np.sum((p.V - q.V) ** 2)))
+
+
+def train(student, params, teacher, *, method="flow", lr=0.05, head_lr_mult=1.0,
+          bias_lr_mult=1.0, intercept_lr_mult=1.0, eps=0.05, h0=0.05, h_min=1e-6, h_max=10.0,
+          max_updates=100_000, max_time=np.inf, loss_target=0.0, explode=1e6, schedule=None,
+          recorder=None, rtol=1e-10):
+    """Population GD / adaptive Euler flow of a SwiGLU student (called by :func:`popdyn.train`).
+
+    Same integrators, step-doubling rule and stopping rules as :mod:`popdyn.dynamics`, on
+    (a, G, V) with the head-rate multiplier ``head_lr_mult`` (the paper uses 0.01 and 0.001).
+    With ``intercept=True`` the intercept is refitted exactly at every visited state, so the
+    dynamics is the flow of the profiled loss min_c L; ``intercept_lr_mult`` is then unused, and
+    ``bias_lr_mult`` is unused (no biases).  Snapshots hold ``a``, ``G``, ``V``, ``c``.
+    """
+    from .dynamics import METHODS, Schedule
+
+    _check(student, params, teacher)
+    V.choice("method", method, METHODS)
+    lr = V.real("lr", lr, positive=True)
+    ma = V.real("head_lr_mult", head_lr_mult, nonnegative=True)
+    V.real("bias_lr_mult", bias_lr_mult, nonnegative=True)
+    V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True)
+    eps = V.real("eps", eps, positive=True)
+    h0 = V.real("h0", h0, positive=True)
+    h_min = V.real("h_min", h_min, positive=True)
+    h_max = V.real("h_max", h_max, positive=True, allow_inf=True)
+    if not h_min <= h0 <= h_max:
+        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {h_min}, {h0}, {h_max}")
+    max_updates = V.nonneg_int("max_updates", max_updates)
+    max_time = V.real("max_time", max_time, positive=True, allow_inf=True)
+    loss_target = V.real("loss_target", loss_target, nonnegative=True)
+    explode = V.real("explode", explode, positive=True)
+    schedule = Schedule() if schedule is None else schedule
+    if not isinstance(schedule, Schedule):
+        raise TypeError("`schedule` must be a popdyn.Schedule")
+    VY = teacher.variance
+    if not VY > 0:
+        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
+
+    t0 = time.perf_counter()
+    snaps = {"a": [], "G": [], "V": [], "c": []}
+    sn, st, records = [], [], []
+
+    def add(n, t, p, L):
+        if sn and sn[-1] == n:
+            return
+        sn.append(n); st.append(t)
+        snaps["a"].append(p.a.copy()); snaps["G"].append(p.G.copy())
+        snaps["V"].append(p.V.copy()); snaps["c"].append(p.c)
+        if recorder is not None:
+            records.append(recorder(student, p, teacher, n=n, t=t, loss=L))
+
+    L, g, p = _profiled(student, params, teacher)
+    ngrad = 1
+    losses, ns, ts = [L], [0], [0.0]
+    bound = explode * max(L, VY)
+    add(0, 0.0, p, L)
+    n, t, h, forced = 0, 0.0, h0, 0
+    status = "horizon"
+    if loss_target > 0 and 2 * L / VY <= loss_target:
+        status = "converged"
+    else:
+        while n < max_updates and t < max_time:
+            if method == "gd":
+                q = _axpy(p, g, lr, ma)
+                dt = lr
+            else:
+                h = min(h, h_max)
+                while True:
+                    full = _axpy(p, g, h, ma)
+                    mid = _axpy(p, g, 0.5 * h, ma)
+                    q = None
+                    if mid.is_finite() and full.is_finite():
+                        _, gm, mid = _profiled(student, mid, teacher)
+                        ngrad += 1
+                        q = _axpy(mid, gm, 0.5 * h, ma)
+                    if q is None or not q.is_finite():
+                        if h <= h_min:
+                            q = None
+                            break
+                        h = max(0.2 * h, h_min)
+                        continue
+                    disp = _diff_norm(q, p)
+                    err = _diff_norm(q, full)
+                    tol = eps * disp
+                    if err <= tol or h <= h_min:
+                        if err > tol:
+                            forced += 1
+                        dt = h
+                        fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
+                        h = min(max(h * fac, h_min), h_max)
+                        break
+                    h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
+            if q is None or not q.is_finite():
+                status = "diverged"
+                break
+            Lq, gq, q = _profiled(student, q, teacher)
+            ngrad += 1
+            if not (np.isfinite(Lq) and Lq <= bound and gq.is_finite()):
+                status = "diverged"
+                break
+            p, L, g = q, Lq, gq
+            n += 1
+            t += dt
+            losses.append(L); ns.append(n); ts.append(t)
+            if n in schedule:
+                add(n, t, p, L)
+            if loss_target > 0 and 2 * L / VY <= loss_target:
+                status = "converged"
+                break
+    add(n, t, p, L)
+    arrays = {k: np.array(v) for k, v in snaps.items()}
+    info = dict(method=method, lr=lr, head_lr_mult=ma, eps=eps, h0=h0, h_min=h_min, h_max=h_max,
+                max_updates=max_updates, max_time=max_time, loss_target=loss_target,
+                grad_evals=ngrad, forced_steps=forced, intercept="fitted" if student.intercept
+                else "none", wall_time=time.perf_counter() - t0)
+    return SwiGLUTrajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses),
+                            np.array(sn, dtype=np.int64), np.array(st), arrays, status, p, VY,
+                            records, info)
+
+
+class SwiGLUTrajectory(Trajectory):
+    """A :class:`popdyn.Trajectory` whose snapshots hold ``a``, ``G``, ``V``, ``c``."""
+
+    def snapshot(self, i: int) -> SwiGLUParams:
+        s = self.snapshots
+        return SwiGLUParams(s["a"][i], s["G"][i], s["V"][i], float(s["c"][i]))
