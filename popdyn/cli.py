@@ -1,87 +1,195 @@
-"""The ``popdyn`` command line."""
+"""The ``popdyn`` command line.
+
+    popdyn run [CONFIG] [--store DIR] [--workers N] [--out FILE]   sweep + table + figure + check
+    popdyn sweep CONFIG --store DIR [--workers N] [--scheduler ADDRESS]
+    popdyn table --store DIR [--format md|latex|csv]
+    popdyn figure --store DIR --out FILE
+    popdyn ls --store DIR
+    popdyn show --store DIR RUN
+    popdyn check NAME... | --all [--quick|--full] | --list
+"""
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
-
-import numpy as np
+from pathlib import Path
 
 from . import config as _config
 from ._paths import data_path
 
 
-def _fmt(x, nd=6):
-    return "—" if x is None else f"{x:.{nd}f}"
+def _load(path):
+    return _config.load(path)
 
 
-def cmd_run(args) -> int:
-    from .diagnostics import checkpoints, recorder
-    from .dynamics import train
+def cmd_sweep(args) -> int:
+    from .experiments import sweep
 
-    path = args.config or data_path("configs", "smoke.toml")
-    cfg = _config.load(path)
-    student = _config.build_student(cfg)
-    teacher = _config.build_teacher(cfg, student.d)
-    init = cfg["init"]
-    seeds = args.seeds if args.seeds is not None else init.get("seeds", [0])
-    kw = _config.train_kwargs(cfg)
-    print(f"popdyn run: {cfg.get('name', path)}  ({path})")
-    print(f"  student: {student.activation}, d={student.d}, m={student.m}, bias={student.bias}, "
-          f"scaling={student.scaling}; init scale {init['scale']}")
-    tdesc = teacher.link.name if teacher.kind == "additive" else teacher.activation.name
-    print(f"  teacher: {teacher.kind} {tdesc}, rank {teacher.k}; E[y] = {teacher.mean:.6g}, "
-          f"V_Y = {teacher.variance:.6g}")
-    print(f"  integrator: {kw.get('method', 'flow')}; loss target {kw.get('loss_target', 0)} (units of V_Y)")
-    print("  losses and refit risks are MSE/V_Y; P = last diagnostic inside the plateau "
-          "|l_n - l_0| <= 1e-3 (DESIGN §5)")
-    rec = recorder(teacher.subspace, kinds=("unrestricted", "same_budget"))
-    t_all = time.perf_counter()
-    rows = []
-    for seed in seeds:
-        p0 = student.init(seed, init["scale"], teacher if init.get("fit_intercept", True) else None)
-        tr = train(student, p0, teacher, recorder=rec, **kw)
-        ck = checkpoints(tr, delta=1e-3)
-        pl = ck["plateau"]
-        ell = tr.normalized_loss
-        print(f"\n  seed {seed}: {tr.status} after {tr.n[-1]} updates, t = {tr.t[-1]:.2f}, "
-              f"wall {tr.info['wall_time']:.2f} s")
-        print(f"    plateau (1e-3) ends at n = {pl.end_n}, t = {pl.end_t:.2f}; loss change at P: "
-              f"{ck['loss_change']:+.2e}")
-        print(f"    {'':>6} {'n':>6} {'t':>8} {'loss':>9} {'A_top':>6} {'A_min':>6} {'A_mean':>6} "
-              f"{'R_unres':>8} {'R_same':>8}")
-        for key, lab in (("init", "init"), ("plateau", "P"), ("final", "finish")):
-            r = ck["record"][key]
-            print(f"    {lab:>6} {r['n']:>6d} {r['t']:>8.2f} {r['normalized_loss']:>9.6f} "
-                  f"{r['a_top']:>6.3f} {r['a_min']:>6.3f} {r['a_mean']:>6.3f} "
-                  f"{r['refit_unrestricted']:>8.4f} {r['refit_same_budget']:>8.4f}")
-        rows.append((seed, ell[0], ell[-1]))
-    print(f"\n  isotropic reference for A_mean: r/d = {teacher.subspace.shape[0] / student.d:.3f}; "
-          f"total wall time {time.perf_counter() - t_all:.1f} s")
+    cfg = _load(args.config)
+    res = sweep(cfg, args.store, workers=args.workers, scheduler=args.scheduler,
+                timeout=args.timeout, progress=not args.quiet)
+    st = ", ".join(f"{v} {k}" for k, v in sorted(res["statuses"].items()))
+    print(f"popdyn sweep: {len(res['keys'])} runs in {args.store}: {res['ran']} computed "
+          f"({res['resumed']} resumed from checkpoints), {res['skipped']} already stored; "
+          f"{st}; {res['wall']:.1f} s")
     return 0
 
 
+def cmd_table(args) -> int:
+    from .experiments import table
+
+    sys.stdout.write(table(args.store, args.format))
+    return 0
+
+
+def cmd_figure(args) -> int:
+    from .experiments import figure
+
+    path = figure(args.store, args.out, x=args.x)
+    print(f"popdyn figure: wrote {path}")
+    return 0
+
+
+def cmd_ls(args) -> int:
+    from .experiments import runs_listing
+
+    sys.stdout.write(runs_listing(args.store))
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .experiments import show
+
+    sys.stdout.write(show(args.store, args.run))
+    return 0
+
+
+def cmd_run(args) -> int:
+    """Sweep + table + figure + the plateau_alignment check on the stored runs."""
+    from .experiments import Store, figure, sweep, table
+
+    path = args.config or data_path("configs", "smoke.toml")
+    cfg = _load(path)
+    if args.seeds is not None:
+        cfg["init"] = {**cfg["init"], "seeds": list(args.seeds)}
+        if "settings" in cfg:
+            for s in cfg["settings"]:
+                if "init" in s:
+                    s["init"].pop("seeds", None)
+    t0 = time.perf_counter()
+    tmp = None
+    if args.store is None:
+        tmp = tempfile.TemporaryDirectory(prefix="popdyn-run-")
+        store_dir = Path(tmp.name) / "store"
+    else:
+        store_dir = Path(args.store)
+    try:
+        print(f"popdyn run: {cfg.get('name', path)}  ({path})")
+        print(f"  store: {store_dir}" + ("  (temporary; pass --store DIR to keep it)" if tmp else ""))
+        res = sweep(cfg, store_dir, workers=args.workers, progress=True)
+        print(f"  {len(res['keys'])} runs: {res['ran']} computed, {res['skipped']} already stored "
+              f"({res['wall']:.1f} s)")
+        from proofs_checks.plateau_alignment import check_store, family_config, in_family
+
+        st = Store(store_dir, create=False)
+        if not any(in_family(st.record(k), 0.05) for k in res["keys"]):
+            # the theorem's declared family on the same student, initialization, integrator and
+            # seeds: the check then has claims to decide, the config's runs are its controls
+            fam = family_config(base=cfg)
+            print(f"  plateau_alignment: no run of this config is in the theorem's family; adding "
+                  f"the cohort {fam['teachers'][0]['label']} with the same student, init, "
+                  "integrator and seeds")
+            r2 = sweep(_config.validate(fam), store_dir, workers=args.workers, progress=True)
+            print(f"  {len(r2['keys'])} runs: {r2['ran']} computed, {r2['skipped']} already "
+                  f"stored ({r2['wall']:.1f} s)")
+        print("")
+        sys.stdout.write(table(store_dir, "md"))
+        out = args.out or "popdyn_run.png"
+        try:
+            p = figure(store_dir, out)
+            print(f"\n  figure: {p}")
+        except ImportError as exc:
+            print(f"\n  figure: skipped ({exc})")
+        v = check_store(st, settings={"config": str(path), "store": str(store_dir)})
+        print("")
+        print(v.report())
+        print(f"\npopdyn run: total wall time {time.perf_counter() - t0:.1f} s")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return 0
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="popdyn", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd")
+    run = sub.add_parser("run", help="sweep + table + figure + plateau_alignment check "
+                                     "(default: the embedded data/configs/smoke.toml)")
+    run.add_argument("config", nargs="?", help="TOML configuration (default: the embedded smoke config)")
+    run.add_argument("--store", help="result store directory (default: a temporary one)")
+    run.add_argument("--workers", type=int, help="worker processes (default: all cores)")
+    run.add_argument("--out", help="figure file (default: popdyn_run.png)")
+    run.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds")
+    run.set_defaults(func=cmd_run)
+    sw = sub.add_parser("sweep", help="run a configuration's teachers × settings × seeds into a store")
+    sw.add_argument("config", help="TOML configuration")
+    sw.add_argument("--store", required=True, help="result store directory")
+    sw.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
+    sw.add_argument("--scheduler", help="dask.distributed scheduler address, e.g. tcp://host:8786")
+    sw.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the scheduler")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=cmd_sweep)
+    tb = sub.add_parser("table", help="cohort table of a store")
+    tb.add_argument("--store", required=True)
+    tb.add_argument("--format", default="md", choices=["md", "latex", "csv"])
+    tb.set_defaults(func=cmd_table)
+    fg = sub.add_parser("figure", help="cohort figure of a store (needs matplotlib)")
+    fg.add_argument("--store", required=True)
+    fg.add_argument("--out", required=True, help="output file (.png, .pdf, .svg)")
+    fg.add_argument("--x", default="log_updates", choices=["log_updates", "time"],
+                    help="horizontal axis: log(1 + n/100) (default) or flow time")
+    fg.set_defaults(func=cmd_figure)
+    ls = sub.add_parser("ls", help="list the stored runs")
+    ls.add_argument("--store", required=True)
+    ls.set_defaults(func=cmd_ls)
+    sh = sub.add_parser("show", help="show one stored run")
+    sh.add_argument("--store", required=True)
+    sh.add_argument("run", help="run key (or a unique prefix; see popdyn ls)")
+    sh.set_defaults(func=cmd_show)
+    sub.add_parser("check", help="run theorem checks: popdyn check NAME... | --all [--quick|--full]")
+    return parser
+
+
 def main(argv=None) -> int:
+    from .experiments.store import StoreError
+    from .experiments.sweep import SchedulerError, SweepError
+
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "check":
         from proofs_checks.cli import main as check_main
         return check_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="popdyn", description=__doc__)
-    sub = parser.add_subparsers(dest="cmd")
-    run = sub.add_parser("run", help="run the embedded default (data/configs/smoke.toml) or a config")
-    run.add_argument("config", nargs="?", help="TOML run configuration (default: the embedded smoke config)")
-    run.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds")
-    run.set_defaults(func=cmd_run)
-    sub.add_parser("check", help="run theorem checks: popdyn check NAME... | --all [--quick|--full]")
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.cmd is None:
         parser.print_help()
         return 2
     try:
         return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"popdyn {args.cmd}: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, FileNotFoundError, StoreError, SchedulerError, KeyError,
+            ImportError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"popdyn {args.cmd}: error: {msg}", file=sys.stderr)
         return 2
+    except SweepError as exc:
+        print(f"popdyn {args.cmd}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"popdyn {args.cmd}: interrupted; finished runs are stored, rerun to resume",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,10 +1,43 @@
-"""Run configurations (TOML): teacher, student, initialization, integrator, schedule.
+"""Experiment configurations (TOML): teachers, student, initialization, integrator, diagnostic
+schedule, stopping rules, seeds — validated on load with clear errors.
 
-A configuration is validated on load; unknown keys raise with a did-you-mean.
+A configuration names one teacher (``[teacher]``) or several (``[[teachers]]``), one student,
+an initialization with its declared seeds, an integrator with its stopping rules, a diagnostic
+schedule, and optionally several *settings* (``[[settings]]``: labelled overrides of the other
+sections).  It expands into the sweep teachers × settings × seeds (:func:`expand`).  Seeds are
+declared up front (a list, or ``{start, count}``) and every declared seed is run and kept: a seed
+is never selected by its outcome.
+
+Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
+
+    name = "smoke"                      # optional label of the sweep
+    [teacher]                           # or [[teachers]] (a list); each may carry a `label`
+    kind = "additive"                   # "additive" | "network" | "gated"
+    normalize = false                   # true: rescale to unit variance (explicit option)
+    gate = "gelu"                       (gated: y = κ F(u_1·x)(u_2·x); id, gelu, tanh, relu, rotation)
+    link = "h2"; rank = 2; kappa = [...]; U = [[...]]          (additive)
+    activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
+    [student]   d, m, activation, negative_slope, bias, intercept, scaling
+    [init]      scale, seeds (list or {start, count}), fit_intercept
+    [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
+                eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode
+                (stopping rules: loss_target, max_updates, max_time, explode)
+    [schedule]  every, early                         (diagnostic schedule, in updates)
+    [diagnostics] kinds, budget, geometry, delta, certify, certify_kinds, prec
+    [store]     checkpoint_every                     (updates between resumable checkpoints)
+    [[settings]] label = "..."; and any of student / init / train / schedule / diagnostics
+                 as inline tables of overrides, e.g.  train = { lr = 0.1 }
+
+References
+----------
+Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): declared seeds per teacher, cohorts of
+teachers × seeds; DESIGN §4 (stopping rules, schedules).
 """
 from __future__ import annotations
 
+import copy
 import difflib
+import numbers
 import tomllib
 from pathlib import Path
 
@@ -14,51 +47,136 @@ from .dynamics import Schedule
 from .models import Student
 from .teachers import Teacher
 
+TEACHER_KEYS = {"label", "kind", "link", "rank", "kappa", "activation", "negative_slope", "V",
+                "U", "bias", "basis", "gate", "normalize"}
 _SECTIONS = {
     "name": None,
-    "teacher": {"kind", "link", "rank", "kappa", "activation", "V", "U", "bias", "basis"},
+    "teacher": TEACHER_KEYS,
+    "teachers": TEACHER_KEYS,
     "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling"},
     "init": {"scale", "seeds", "fit_intercept"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},
     "schedule": {"every", "early"},
+    "diagnostics": {"kinds", "budget", "geometry", "delta", "certify", "certify_kinds", "prec"},
+    "store": {"checkpoint_every"},
+    "settings": None,
 }
+#: sections a ``[[settings]]`` entry may override
+OVERRIDABLE = ("student", "init", "train", "schedule", "diagnostics")
+
+DIAGNOSTIC_DEFAULTS = {"kinds": ["unrestricted", "same_budget"], "budget": None,
+                       "geometry": True, "delta": 1e-3, "certify": True,
+                       "certify_kinds": ["same_budget", "unrestricted"], "prec": 128}
+STORE_DEFAULTS = {"checkpoint_every": 1000}
+SCHEDULE_DEFAULTS = {"every": 100, "early": []}
+
+
+class ConfigError(ValueError):
+    """A configuration is malformed (the message says where and what to do)."""
 
 
 def _unknown(where, key, allowed):
     close = difflib.get_close_matches(key, sorted(allowed), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"unknown key {key!r} in {where}; valid keys: {sorted(allowed)}.{hint}")
+    raise ConfigError(f"unknown key {key!r} in {where}; valid keys: {sorted(allowed)}.{hint}")
+
+
+def _check_table(where, val, allowed):
+    if not isinstance(val, dict):
+        raise ConfigError(f"{where} must be a table (key = value pairs), got {type(val).__name__}")
+    for k in val:
+        if k not in allowed:
+            _unknown(where, k, allowed)
+
+
+def _int(where, v, *, minimum=0):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+        raise ConfigError(f"{where} must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def seeds_of(spec, where="[init] seeds") -> list:
+    """The declared seeds: a list of distinct non-negative ints, or ``{start, count}``."""
+    if isinstance(spec, dict):
+        _check_table(where, spec, {"start", "count"})
+        if "count" not in spec:
+            raise ConfigError(f"{where} as a table needs `count` (and optionally `start`)")
+        start = _int(f"{where}.start", spec.get("start", 0))
+        count = _int(f"{where}.count", spec["count"], minimum=1)
+        return list(range(start, start + count))
+    if not isinstance(spec, list) or not spec:
+        raise ConfigError(f"{where} must be a non-empty list of ints or {{start, count}}, got {spec!r}")
+    out = [_int(f"{where}[{i}]", s) for i, s in enumerate(spec)]
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{where} has duplicate seeds: {out}")
+    return out
 
 
 def validate(cfg: dict) -> dict:
+    """Check the structure of a configuration dict (unknown keys, missing sections, types).
+
+    The values themselves are checked when the sweep is expanded (:func:`expand`), which builds
+    every student and teacher once; both steps run before anything is computed or stored.
+    """
+    if not isinstance(cfg, dict):
+        raise ConfigError("a configuration must be a table")
     for key, val in cfg.items():
         if key not in _SECTIONS:
             _unknown("the config", key, _SECTIONS)
         allowed = _SECTIONS[key]
-        if allowed is not None:
-            if not isinstance(val, dict):
-                raise ValueError(f"config section [{key}] must be a table")
-            for k in val:
-                if k not in allowed:
-                    _unknown(f"[{key}]", k, allowed)
-    for sec in ("teacher", "student", "init"):
+        if key == "name":
+            if not isinstance(val, str):
+                raise ConfigError(f"`name` must be a string, got {val!r}")
+        elif key == "teachers":
+            if not isinstance(val, list) or not val:
+                raise ConfigError("[[teachers]] must be a non-empty array of tables")
+            for i, t in enumerate(val):
+                _check_table(f"[[teachers]] #{i + 1}", t, allowed)
+        elif key == "settings":
+            if not isinstance(val, list) or not val:
+                raise ConfigError("[[settings]] must be a non-empty array of tables")
+            for i, s in enumerate(val):
+                where = f"[[settings]] #{i + 1}"
+                _check_table(where, s, {"label", *OVERRIDABLE})
+                for sec in OVERRIDABLE:
+                    if sec in s:
+                        _check_table(f"{where} {sec}", s[sec], _SECTIONS[sec])
+        else:
+            _check_table(f"[{key}]", val, allowed)
+    if "teacher" in cfg and "teachers" in cfg:
+        raise ConfigError("give either [teacher] or [[teachers]], not both")
+    if "teacher" not in cfg and "teachers" not in cfg:
+        raise ConfigError("config is missing the [teacher] section (or [[teachers]])")
+    for sec in ("student", "init"):
         if sec not in cfg:
-            raise ValueError(f"config is missing the [{sec}] section")
+            raise ConfigError(f"config is missing the [{sec}] section")
+    if "scale" not in cfg["init"]:
+        raise ConfigError("[init] needs `scale` (the initialization scale)")
     return cfg
+
+
+def loads(text: str, *, source: str = "<string>") -> dict:
+    """Parse and validate a TOML configuration given as text."""
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {source} is not valid TOML: {exc}") from None
+    return validate(cfg)
 
 
 def load(path) -> dict:
     """Load and validate a TOML run configuration."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            cfg = tomllib.load(fh)
+        text = path.read_text()
     except FileNotFoundError:
         raise FileNotFoundError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
-    return validate(cfg)
+    except IsADirectoryError:
+        raise ConfigError(f"config path {path} is a directory, not a TOML file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    return loads(text, source=str(path))
 
 
 def build_student(cfg: dict) -> Student:
@@ -66,21 +184,61 @@ def build_student(cfg: dict) -> Student:
 
 
 def build_teacher(cfg: dict, d: int) -> Teacher:
-    t = dict(cfg["teacher"])
+    """The teacher of a single-teacher config (``[teacher]``) or of a teacher table itself."""
+    t = cfg.get("teacher", cfg) if isinstance(cfg.get("teacher"), dict) else cfg
+    return teacher_from_table(t, d)
+
+
+def teacher_from_table(table: dict, d: int) -> Teacher:
+    """Build a teacher from its table; ``normalize = true`` rescales it to unit variance
+    (explicit, never silent: DESIGN §2)."""
+    t = dict(table)
+    norm = t.pop("normalize", False)
+    if not isinstance(norm, bool):
+        raise ConfigError(f"[teacher] normalize must be true or false, got {norm!r}")
+    T = _teacher(t, d)
+    return T.normalized() if norm else T
+
+
+def _teacher(t: dict, d: int) -> Teacher:
+    t.pop("label", None)
     kind = t.pop("kind", "additive")
+    if kind == "gated":
+        if not hasattr(Teacher, "gated"):
+            raise ConfigError("[teacher] kind = 'gated' needs a popdyn with Teacher.gated")
+        if "gate" not in t:
+            raise ConfigError("[teacher] kind = 'gated' needs `gate` (id, gelu, tanh, relu, rotation)")
+        U = np.array(t["U"], dtype=float) if "U" in t else np.eye(d)[:2]
+        return Teacher.gated(t["gate"], U, t.get("kappa", 1.0))
     if kind == "additive":
         if "U" in t:
             U = np.array(t.pop("U"), dtype=float)
         else:
-            r = int(t.pop("rank", 1))
-            if not 1 <= r <= d:
-                raise ValueError(f"[teacher] rank must be in 1..d = {d}, got {r}")
-            U = np.eye(d)[:r]
+            r = t.pop("rank", 1)
+            if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= r <= d:
+                raise ConfigError(f"[teacher] rank must be an int in 1..d = {d}, got {r!r}")
+            U = np.eye(d)[:int(r)]
         t.pop("basis", None)
         return Teacher.additive(t.get("link", "h2"), U, t.get("kappa"))
     if kind == "network":
-        return Teacher.network(t["activation"], t["V"], t["U"], t.get("bias"))
-    raise ValueError(f"[teacher] kind must be 'additive' or 'network', got {kind!r}")
+        for k in ("activation", "V", "U"):
+            if k not in t:
+                raise ConfigError(f"[teacher] kind = 'network' needs `{k}`")
+        return Teacher.network(t["activation"], t["V"], t["U"], t.get("bias"),
+                               negative_slope=t.get("negative_slope", 0.01))
+    raise ConfigError(f"[teacher] kind must be 'additive', 'network' or 'gated', got {kind!r}")
+
+
+def teacher_label(table: dict) -> str:
+    """Display label of a teacher table: its ``label`` or a description from its keys."""
+    if "label" in table:
+        return str(table["label"])
+    if table.get("kind", "additive") == "gated":
+        return f"gated {table.get('gate', '?')}"
+    if table.get("kind", "additive") == "additive":
+        r = table.get("rank", len(table["U"]) if "U" in table else 1)
+        return f"{table.get('link', 'h2')} r={r}"
+    return f"{table['activation']} network k={len(table['V'])}"
 
 
 def train_kwargs(cfg: dict) -> dict:
@@ -89,3 +247,119 @@ def train_kwargs(cfg: dict) -> dict:
         sc = cfg["schedule"]
         kw["schedule"] = Schedule(every=sc.get("every", 100), early=tuple(sc.get("early", ())))
     return kw
+
+
+def teachers_of(cfg: dict) -> list:
+    """The teacher tables of a config, in declared order."""
+    return [cfg["teacher"]] if "teacher" in cfg else list(cfg["teachers"])
+
+
+def settings_of(cfg: dict) -> list:
+    """The setting override tables (``[{"label": "default"}]`` when none are declared)."""
+    return list(cfg.get("settings", [{"label": "default"}]))
+
+
+def _merged(cfg: dict, setting: dict) -> dict:
+    out = {}
+    for sec in OVERRIDABLE:
+        base = copy.deepcopy(cfg.get(sec, {}))
+        base.update(copy.deepcopy(setting.get(sec, {})))
+        out[sec] = base
+    return out
+
+
+def expand(cfg: dict) -> list:
+    """Expand a validated configuration into its runs: teachers × settings × seeds, in that
+    (declared) order.
+
+    Each run is a plain-data dict: ``teacher`` (the table, with ``label``), ``setting``
+    (label), ``student``, ``init`` (with the single ``seed``), ``train``, ``schedule``,
+    ``diagnostics``, ``store`` (all defaults filled in) and ``order`` (teacher index, setting
+    index, seed index).  Every student, teacher, schedule and train setting is built and checked
+    here, so a malformed value raises before any run starts.
+    """
+    from . import _validate as V
+    from .diagnostics.refit import KINDS
+
+    runs = []
+    teachers = teachers_of(cfg)
+    settings = settings_of(cfg)
+    labels = [teacher_label(t) for t in teachers]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"teacher labels must be distinct (add `label = ...`): {labels}")
+    slabels = [str(s.get("label", f"setting{i + 1}")) for i, s in enumerate(settings)]
+    if len(set(slabels)) != len(slabels):
+        raise ConfigError(f"setting labels must be distinct: {slabels}")
+    for si, setting in enumerate(settings):
+        sec = _merged(cfg, setting)
+        where = f"setting {slabels[si]!r}" if "settings" in cfg else "the config"
+        try:
+            student = Student(**sec["student"])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"[student] in {where}: {exc}") from None
+        init = dict(sec["init"])
+        seeds = seeds_of(init.pop("seeds", [0]))
+        try:
+            V.real("scale", init.get("scale"), positive=True)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"[init] in {where}: {exc}") from None
+        init.setdefault("fit_intercept", True)
+        if not isinstance(init["fit_intercept"], bool):
+            raise ConfigError(f"[init] fit_intercept must be true or false in {where}")
+        sched = {**SCHEDULE_DEFAULTS, **sec["schedule"]}
+        try:
+            Schedule(every=sched["every"], early=tuple(sched["early"]))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"[schedule] in {where}: {exc}") from None
+        diag = {**DIAGNOSTIC_DEFAULTS, **sec["diagnostics"]}
+        for k in ("kinds", "certify_kinds"):
+            if isinstance(diag[k], str):
+                diag[k] = [diag[k]]
+            for kind in diag[k]:
+                if kind not in KINDS:
+                    close = difflib.get_close_matches(str(kind), KINDS, n=1)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
+                    raise ConfigError(f"[diagnostics] {k}: unknown refit kind {kind!r}; valid: "
+                                      f"{list(KINDS)}.{hint}")
+        for k in ("geometry", "certify"):
+            if not isinstance(diag[k], bool):
+                raise ConfigError(f"[diagnostics] {k} must be true or false, got {diag[k]!r}")
+        store = {**STORE_DEFAULTS, **cfg.get("store", {})}
+        _int("[store] checkpoint_every", store["checkpoint_every"], minimum=1)
+        train = dict(sec["train"])
+        for ti, tt in enumerate(teachers):
+            try:
+                teacher = teacher_from_table(tt, student.d)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"teacher {labels[ti]!r}: {exc}") from None
+            if ti == 0:
+                _check_train(student, teacher, train, where)
+            for ki, seed in enumerate(seeds):
+                runs.append({
+                    "name": cfg.get("name", ""),
+                    "teacher": {**tt, "label": labels[ti]},
+                    "setting": slabels[si],
+                    "student": dict(sec["student"]),
+                    "init": {**init, "seed": seed},
+                    "train": train,
+                    "schedule": sched,
+                    "diagnostics": diag,
+                    "store": store,
+                    "order": [ti, si, ki],
+                })
+    return runs
+
+
+def _check_train(student, teacher, train, where):
+    """Validate [train] by a zero-update call of the integrator (same checks as a real run)."""
+    from .dynamics import train as _train
+
+    if "schedule" in train:
+        raise ConfigError("[train] has no `schedule` key; use the [schedule] section")
+    try:
+        if "max_updates" in train:
+            from . import _validate as V
+            V.nonneg_int("max_updates", train["max_updates"])
+        _train(student, student.init(0, 1.0), teacher, **{**train, "max_updates": 0})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[train] in {where}: {exc}") from None

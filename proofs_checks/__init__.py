@@ -7,11 +7,13 @@ under a name with ``quick`` (CI) and ``full`` (paper) settings.  Run them with
 ``popdyn check --all`` (:func:`proofs_checks.cli.main`).
 
 Registered checks: ``reaction_transport``, ``balancedness``, ``gauge_separation``, ``ownership``
-(the gauge / feature-ownership seed paper; DESIGN §7).
+(the gauge / feature-ownership seed paper; DESIGN §7), and ``plateau_alignment`` (subspace
+learning during the loss plateau; seed paper 003).
 """
 from ._core import (CHECKS, KINDS, PROVENANCES, VERDICTS, Check, Verdict, combine, decide,
                     get_check, make_verdict, register, run_check, summary_verdict)
 from . import balancedness, gauge_separation, ownership, reaction_transport  # noqa: F401  (register)
+from . import plateau_alignment  # noqa: F401,E402  (register)
 
 __all__ = [
     "CHECKS", "Check", "KINDS", "PROVENANCES", "VERDICTS", "Verdict", "combine", "decide",

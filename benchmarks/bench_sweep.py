@@ -1,0 +1,99 @@
+"""Sweep throughput: 50 seeds × 4 teachers at d = 64, m = 32, 20,000 updates, diagnostics every 100.
+
+The four teachers are the seed paper's Table 2 follow-up links (raw and centered additive SiLU,
+additive ReLU, additive sine; rank two, normalized to unit variance), ReLU students with biases,
+initialization scale 0.01, fixed-step gradient descent (step 0.05).  Reported:
+
+* the single-process time of one run per teacher (``run_one`` in this process, fresh store;
+  their mean is the baseline);
+* the sweep's wall time on the local process pool, seconds per run, and the ratio
+  (wall / runs) / (single-run time) — 1/workers is perfect scaling;
+* the goal: the full sweep in under 5 minutes on a two-core machine.
+
+Usage::
+
+    python benchmarks/bench_sweep.py                       # full: 200 runs × 20,000 updates
+    python benchmarks/bench_sweep.py --seeds 4 --updates 2000   # reduced (say so when reporting)
+
+Certification at the plateau checkpoint is part of every run (as in `popdyn sweep`).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+TEACHERS = [("raw SiLU", "silu"), ("centered SiLU", "silu_centered"), ("ReLU", "relu"),
+            ("sine", "sin")]
+
+
+def config(seeds: int, updates: int, every: int) -> dict:
+    from popdyn import config as C
+
+    return C.validate({
+        "name": "bench_sweep",
+        "teachers": [{"label": lab, "link": link, "rank": 2, "normalize": True}
+                     for lab, link in TEACHERS],
+        "student": {"d": 64, "m": 32, "activation": "relu", "bias": True},
+        "init": {"scale": 0.01, "seeds": {"start": 0, "count": seeds}},
+        "train": {"method": "gd", "lr": 0.05, "max_updates": updates},
+        "schedule": {"every": every, "early": [1, 2, 5, 10, 20, 50]},
+        "diagnostics": {"kinds": ["unrestricted", "same_budget"], "geometry": True,
+                        "certify_kinds": ["same_budget"]},
+        "store": {"checkpoint_every": 2000},
+    })
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=50)
+    p.add_argument("--updates", type=int, default=20_000)
+    p.add_argument("--every", type=int, default=100)
+    p.add_argument("--workers", type=int, default=os.cpu_count())
+    args = p.parse_args(argv)
+    from popdyn import config as C
+    from popdyn.experiments import run_one, sweep
+
+    cfg = config(args.seeds, args.updates, args.every)
+    specs = C.expand(cfg)
+    n_runs = len(specs)
+    firsts = [s for s in specs if s["init"]["seed"] == 0]          # one run per teacher
+    with tempfile.TemporaryDirectory() as warm:
+        # warm-up (numba cache load / compile) on short runs, not timed
+        for s in firsts:
+            run_one({**s, "train": {**s["train"], "max_updates": 5}}, warm)
+    times = []
+    with tempfile.TemporaryDirectory() as one:
+        for s in firsts:
+            t0 = time.perf_counter()
+            run_one(s, one)
+            times.append(time.perf_counter() - t0)
+    single = sum(times) / len(times)
+    print(f"bench_sweep: {n_runs} runs ({len(TEACHERS)} teachers × {args.seeds} seeds), d = 64, "
+          f"m = 32, {args.updates} updates, diagnostics every {args.every}; "
+          f"{args.workers} worker(s); machine: {os.cpu_count()} cores, load "
+          f"{os.getloadavg()[0]:.2f}")
+    print("  one run, single process (seed 0): " + ", ".join(
+        f"{lab} {t:.2f} s" for (lab, _), t in zip(TEACHERS, times)) + f"; mean {single:.2f} s "
+        f"({1e3 * single / args.updates:.2f} ms per update incl. diagnostics and certification)")
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        res = sweep(cfg, d, workers=args.workers, progress=True)
+        wall = time.perf_counter() - t0
+    per = wall / n_runs
+    print(f"  sweep wall time: {wall:.1f} s ({wall / 60:.2f} min) for {res['ran']} runs; "
+          f"{per:.2f} s per run; ratio to one single-process run: {per / single:.3f} "
+          f"(perfect scaling: {1 / args.workers:.3f})")
+    full = args.seeds == 50 and args.updates == 20_000 and args.every == 100
+    goal = 300.0
+    est = wall if full else per * 200 * (20_000 / args.updates)
+    print(f"  goal: full sweep < {goal:.0f} s; " + (f"measured {wall:.0f} s" if full else
+          f"REDUCED run; naive extrapolation to the full sweep: ~{est:.0f} s "
+          "(linear in runs and updates, not measured)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

