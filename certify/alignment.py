@@ -270,8 +270,9 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
 
     Parameters
     ----------
-    student : popdyn.Student
-        relu or leaky_relu (rigorous).  Smooth activations are not covered (CertificationError).
+    student : popdyn.Student or popdyn.SwiGLUStudent
+        relu or leaky_relu (rigorous), SwiGLU (rigorous, :mod:`certify.swiglu`).  Smooth
+        activations are not covered (CertificationError).
     params : popdyn.Params
     U : array_like (r, d) or popdyn.Teacher
         Orthonormal rows (checked to 1e−10; the bound accounts for the actual ‖UUᵀ − I‖);
@@ -300,8 +301,12 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
     """
     from popdyn.diagnostics.agop import _check_student
     from popdyn.diagnostics.alignment import check_subspace
+    from popdyn.swiglu import SwiGLUStudent
 
     prec = A.check_prec(prec)
+    if isinstance(student, SwiGLUStudent):       # SwiGLU students: certify.swiglu (issue 4)
+        from .swiglu import swiglu_alignment
+        return swiglu_alignment(student, params, U, prec=prec)
     _check_student(student, params)
     U = check_subspace(U, student.d)
     if not student_supported(student):

@@ -100,8 +100,10 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
 
     Parameters
     ----------
-    student : popdyn.Student
-    params : popdyn.Params
+    student : popdyn.Student or popdyn.SwiGLUStudent
+        SwiGLU students are bracketed by :func:`certify.swiglu.swiglu_loss` (rigorous for
+        additive teachers with polynomial links, numerical otherwise; no gradient).
+    params : popdyn.Params or popdyn.SwiGLUParams
         Every entry is taken as its exact float64 value.
     teacher : popdyn.Teacher
     prec : int, keyword-only
@@ -139,10 +141,18 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
     ----------
     DESIGN.md §3 (moments), §6 (brackets); :mod:`popdyn.objective` (formulas).
     """
+    from popdyn.swiglu import SwiGLUStudent
+
     prec = A.check_prec(prec)
-    _check_inputs(student, params, teacher)
     if not isinstance(grad, bool):
         raise TypeError(f"`grad` must be a bool, got {grad!r}")
+    if isinstance(student, SwiGLUStudent):       # SwiGLU students: certify.swiglu (issue 4)
+        if grad:
+            raise CertificationError("the gradient of a SwiGLU student is not certified",
+                                     hint="grad=False (the loss), or popdyn.population_grad")
+        from .swiglu import swiglu_loss
+        return swiglu_loss(student, params, teacher, prec=prec)
+    _check_inputs(student, params, teacher)
     covered, rigorous = teacher_supported(teacher)
     if not (student_supported(student) and covered):
         if grad:

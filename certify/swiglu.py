@@ -1,0 +1,607 @@
+r"""Certified brackets for SwiGLU students: the loss and the AGOP alignment (issue 4; DESIGN §6).
+
+A SwiGLU student f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c reduces, like the float64 engine
+(:mod:`popdyn.swiglu`, formulas SG-1, SG-2 -- the same formulas are evaluated here in Arb), to
+the Mehler sums
+
+    M^{pq}_ij = E[σ^{(p)}(g_i·x) σ^{(q)}(g_j·x)] = Σ_n T^{(p)}_n(α_i) T^{(q)}_n(α_j) ρ_ijⁿ,
+    T^{(p)}_n(α) = E[σ^{(p)}(αz) h_n(z)],   σ = SiLU,  α_i = |g_i|,  ρ_ij = θ_i·θ_j.
+
+What is rigorous here, and how
+------------------------------
+1. **SiLU Hermite coefficients.**  T^{(p)}_n(α) (p ≤ 4, n ≤ N) and the energies
+   E[σ^{(p)}σ^{(q)}(αz)] are integrals over ℝ of functions analytic in the strip
+   |Im z| < π/α (the poles of the logistic function sit at αz = iπ(2k + 1)).  They are
+   computed by the trapezoidal rule h Σ_{|k|≤K} f(kh) in Arb, with two rigorous error terms:
+
+   * discretization (Trefethen & Weideman, SIAM Review 56 (2014), Thm 5.1): for f analytic in
+     |Im z| < a with ∫|f(x + iy)|dx ≤ M for |y| < a, |I_h − I| ≤ 2M/(e^{2πa/h} − 1).  We take
+     a ≤ π/(2α_max), where the logistic s(w) = 1/(1 + e^{−w}) satisfies |s| ≤ 1 and
+     |1 − s| ≤ 1 (Re(1 + e^{−w}) ≥ 1 for |Im w| ≤ π/2), hence |s'| ≤ 1, |s''| ≤ 3,
+     |s'''| ≤ 11, |s''''| ≤ 51 and |σ^{(p)}(w)| ≤ A_p + B_p|w| with
+     (A_p, B_p) = (0, 1), (1, 1), (2, 3), (9, 11), (44, 51) (σ^{(p)} = w s^{(p)} + p s^{(p−1)}).
+     Hermite functions: by Cauchy's estimate on the generating function exp(zt − t²/2) on
+     |t| = √n, |He_n(z)|/√n! ≤ (2πn)^{1/4} e^{1/(24n)} e^{|z|√n} (Stirling), and
+     |φ(x + iy)| = φ(x) e^{y²/2}.  The resulting M is evaluated in closed form (Gaussian
+     integrals of e^{c|x|} and |x|e^{c|x|}) in Arb;
+   * truncation of the sum to |k| ≤ K: the neglected terms are bounded by the integral of a
+     decreasing majorant beyond Kh (Gaussian tail integrals, erfc in Arb).
+
+   Both bounds are added as radii to every coefficient and energy.
+2. **Mehler tails.**  With τ_p(i)² = E[σ^{(p)}(α_i z)²] − Σ_{n≤N} T^{(p)}_n(α_i)² (an upper
+   bound from the enclosures), |Σ_{n>N} T^{(p)}_n T^{(q)}_n ρⁿ| ≤ τ_p(i) τ_q(j) |ρ|^{N+1}
+   (Cauchy–Schwarz; valid for every |ρ| ≤ 1, so duplicated or antiparallel gates are covered).
+   Diagonal moments (ρ = 1, equal α) are the energies themselves.  Off-diagonal pairs with
+   |ρ| < 0.9 go through the float64 Mehler kernel with rigorous rounding bounds
+   (:func:`certify._mehler.mehler_pairs`); the others are summed in Arb.
+3. **Teachers.**  Additive teachers with *polynomial* links (h1 … h6, h3+0.3h2, their
+   positive combinations, ``q·z`` linear parts) are exact finite Hermite expansions at the
+   actual row norms |u_k| (no orthonormality assumed): E[y], E[y²] and the cross moments
+   E[yφ_j] = δ_j E[yσ'_j] + E[σ_j ∂_{v_j}y] (Stein) are finite sums of enclosed terms.
+   Every other teacher (non-polynomial links, networks, multi-index / gated teachers) gives a
+   ``numerical`` loss bracket: the float64 engine's value ± twice its error estimate
+   (:func:`popdyn.swiglu.population_loss` with ``full_output``) plus 1e−13 of the loss scale.
+4. The AGOP M = Gᵀ(aaᵀ∘Q¹¹)G + Gᵀ(aaᵀ∘E)V + Vᵀ(aaᵀ∘Eᵀ)G + Vᵀ(aaᵀ∘M⁰⁰)V (see
+   :mod:`popdyn.swiglu`) is assembled in Arb and passed to the certified eigengap and
+   Davis–Kahan recipe of :func:`certify.alignment.alignment_from_matrix`.
+
+Limits: the rigorous coefficient step needs gates of moderate size (α_max ≤ 8; the strip
+shrinks as π/(2α) and the node count grows like α); larger gates raise
+:class:`~certify.CertificationError` with that advice.  Widths are ~1e−14 relative at the
+default precision (the float Mehler path); prec > 128 sums every pair in Arb.
+
+References
+----------
+L. N. Trefethen, J. A. C. Weideman, "The exponentially convergent trapezoidal rule",
+SIAM Review 56 (2014) 385–458, Theorem 5.1; seed paper 003 (SwiGLU students); DESIGN §3, §6.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from flint import arb, arb_mat
+
+from . import _arb as A
+from . import _mehler as _mh
+from .alignment import AlignmentBracket, alignment_from_matrix
+from .bracket import Bracket
+from .errors import CertificationError
+from .loss import LossBracket
+from .moments import _Geometry
+
+__all__ = ["swiglu_loss", "swiglu_alignment", "silu_hermite_enclosures"]
+
+#: |σ^{(p)}(w)| ≤ A_p + B_p|w| on |Im w| ≤ π/2 (module docstring)
+_AB = ((0, 1), (1, 1), (2, 3), (9, 11), (44, 51))
+#: σ^{(p)}(0) for SiLU, p = 0..4
+_AT0 = (Fraction(0), Fraction(1, 2), Fraction(1, 2), Fraction(0), Fraction(-1, 2))
+_PAIRS = ((0, 0), (1, 1), (2, 2), (2, 0), (3, 1), (4, 0))
+_ALPHA_MAX = 8.0
+_RMAX = 0.9
+_TOL_FLOAT = 2.0 ** -52
+
+
+def _silu_derivs(w):
+    """(σ, σ', σ'', σ''', σ'''') of SiLU at the ball w."""
+    s = 1 / (1 + (-w).exp())
+    s1 = s * (1 - s)
+    t = 1 - 2 * s
+    s2 = s1 * t
+    s3 = s2 * t - 2 * s1 * s1
+    s4 = s3 * t - 6 * s1 * s2
+    return (w * s, s + w * s1, 2 * s1 + w * s2, 3 * s2 + w * s3, 4 * s3 + w * s4)
+
+
+# ------------------------------------------------------------------ trapezoid error bounds
+def _Q(t):
+    """Gaussian upper tail 1 − Φ(t) as a ball."""
+    return (t / arb(2).sqrt()).erfc() / 2
+
+
+def _coef_M(p, al, a, c, HN):
+    """∫|f(x + iy)|dx bound for f = σ^{(p)}(αz) h_n(z) φ(z), n ≤ N (c = √N), |y| ≤ a."""
+    Ap, Bp = _AB[p]
+    ec = (c * c / 2).exp()
+    phi0 = 1 / (2 * arb.pi()).sqrt()
+    inner = (Ap + Bp * al * a) * ec + Bp * al * (phi0 + c * ec)
+    return 2 * HN * (a * c + a * a / 2).exp() * inner
+
+
+def _coef_tail(p, al, X, c, HN):
+    """2∫_X^∞ (A + Bαx) H_N e^{cx} φ(x) dx (both sides), valid when X ≥ c + 2."""
+    Ap, Bp = _AB[p]
+    ec = (c * c / 2).exp()
+    t = X - c
+    phit = (-(t * t) / 2).exp() / (2 * arb.pi()).sqrt()
+    return 2 * HN * ec * (Ap * _Q(t) + Bp * al * (phit + c * _Q(t)))
+
+
+def _uv(p, al, a):
+    Ap, Bp = _AB[p]
+    return Ap + Bp * al * a, Bp * al
+
+
+def _energy_M(p, q, al, a):
+    up, vp = _uv(p, al, a)
+    uq, vq = _uv(q, al, a)
+    m1 = (2 / arb.pi()).sqrt()
+    return (a * a / 2).exp() * (up * uq + (up * vq + uq * vp) * m1 + vp * vq)
+
+
+def _energy_tail(p, q, al, X):
+    up, vp = _uv(p, al, 0)
+    uq, vq = _uv(q, al, 0)
+    phiX = (-(X * X) / 2).exp() / (2 * arb.pi()).sqrt()
+    QX = _Q(X)
+    return 2 * (up * uq * QX + (up * vq + uq * vp) * phiX + vp * vq * (X * phiX + QX))
+
+
+def _plan(al_max: float, N: int, prec: int):
+    """Strip half-width a, step h (dyadic) and node count K for target error 2^{−prec−8}."""
+    c = math.sqrt(N)
+    lhn = max(0.0, 0.25 * math.log(2 * math.pi * max(N, 1)) + 1 / 24)
+    ltol = (prec + 8) * math.log(2.0)
+    amax = math.pi / (2 * max(al_max, 1e-300))
+    best = None
+    for t in np.linspace(0.05, 1.0, 40):
+        a = min(amax * t, 12.0)
+        Bp = 51 * max(al_max, 1e-3)
+        logM = (math.log(2) + lhn + a * c + a * a / 2 + c * c / 2
+                + math.log(44 + Bp * (a + 1.0 + c)))
+        h = 2 * math.pi * a / (logM + math.log(2) + ltol)
+        if best is None or h > best[1]:
+            best = (a, h)
+    a, h = best
+    h = math.ldexp(math.floor(math.ldexp(h, 24)), -24)
+    # truncation point: Gaussian tail of e^{c² /2} Q(X − c) below the target (float planning;
+    # the bound actually used is evaluated rigorously afterwards)
+    X = c + 2.0
+    while (c * c / 2 + lhn + math.log(52 * (1 + max(al_max, 1.0) * (X + c)))
+           - (X - c) ** 2 / 2) > -ltol - 2:
+        X += 0.25
+    K = int(math.ceil(X / h))
+    return a, h, K
+
+
+def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
+    """Rigorous enclosures of T^{(p)}_n(α_j) = E[SiLU^{(p)}(α_j z) h_n(z)] and energies.
+
+    Parameters
+    ----------
+    alphas : list of arb
+        Gate norms α_j ≥ 0 (balls).
+    N : int
+        Highest Hermite order.
+    prec : int, keyword-only
+        Working precision (bits); the quadrature targets an error 2^{−prec−8}.
+
+    Returns
+    -------
+    T : list of 5 arb_mat, each (m, N + 1)
+    E : dict {(p, q): list of arb}
+        E[σ^{(p)}(α_j z) σ^{(q)}(α_j z)] for (p, q) in (0,0), (1,1), (2,2), (3,3), (4,4),
+        (2,0), (3,1), (4,0).
+    """
+    m = len(alphas)
+    al_up = max([A.upper(x) for x in alphas] + [0.0])
+    if not al_up <= _ALPHA_MAX:
+        raise CertificationError(
+            f"a gate norm |g_j| = {al_up:.3g} exceeds {_ALPHA_MAX} (the analyticity strip of "
+            "SiLU shrinks like π/|g|)", hint="a numerical bracket (popdyn.swiglu with "
+            "full_output) or rescale the gates")
+    epairs = ((0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (2, 0), (3, 1), (4, 0))
+    nz = [j for j in range(m) if not (alphas[j] == 0)]
+    T = [arb_mat(m, N + 1) for _ in range(5)]
+    E = {pq: [arb(0)] * m for pq in epairs}
+    for j in range(m):
+        if j in nz:
+            continue
+        for p in range(5):
+            v = arb(_AT0[p].numerator) / _AT0[p].denominator
+            T[p][j, 0] = v
+        for (p, q) in epairs:
+            E[(p, q)][j] = T[p][j, 0] * T[q][j, 0]
+    if not nz:
+        return T, E
+    a, h, K = _plan(al_up, N, prec)
+    wp = prec + 32
+    with A.workprec(wp):
+        ab = arb(a)
+        hb = arb(h)
+        alb = arb(al_up)
+        c = arb(N).sqrt()
+        HN = max(arb(1), (2 * arb.pi() * max(N, 1)) ** (arb(1) / 4) * (arb(1) / 24).exp())
+        X = K * hb
+        if not (X >= c + 2):
+            raise CertificationError("internal: truncation point below the majorant's mode",
+                                     hint="a higher prec")
+        dexp = (2 * arb.pi() * ab / hb).exp() - 1
+        err_c = [2 * _coef_M(p, alb, ab, c, HN) / dexp + _coef_tail(p, alb, X, c, HN)
+                 for p in range(5)]
+        err_e = {pq: 2 * _energy_M(pq[0], pq[1], alb, ab) / dexp
+                 + _energy_tail(pq[0], pq[1], alb, X) for pq in epairs}
+        rc = [A.upper(e) for e in err_c]
+        re_ = {pq: A.upper(e) for pq, e in err_e.items()}
+        # nodes, weights h·φ(z_k), normalized Hermite values (shared by all units)
+        ks = range(-K, K + 1)
+        zs = [k * hb for k in ks]
+        inv = 1 / (2 * arb.pi()).sqrt()
+        wts = [hb * inv * (-(z * z) / 2).exp() for z in zs]
+        # The three-term recurrence of h_n in ball arithmetic overestimates its radius by up to
+        # ~(2√n)^n/√n! ≈ 2^{1.72n} relative to the true value in the oscillatory region, so
+        # the table is built with 2N + 64 guard bits (the products below are then at wp).
+        Hw = []
+        with A.workprec(wp + 2 * N + 64):
+            sq = [arb(n).sqrt() for n in range(N + 2)]
+            for z, w in zip(zs, wts):
+                row = [arb(1), z]
+                for n in range(1, N):
+                    row.append((z * row[n] - sq[n] * row[n - 1]) / sq[n + 1])
+                Hw.append([w * v for v in row[:N + 1]])
+        Hm = arb_mat(Hw)
+        S = [[None] * len(nz) for _ in range(5)]
+        for jj, j in enumerate(nz):
+            al = alphas[j]
+            cols = [_silu_derivs(al * z) for z in zs]
+            for p in range(5):
+                S[p][jj] = [cv[p] for cv in cols]
+        for p in range(5):
+            Tp = arb_mat(S[p]) * Hm
+            rad = arb(0, rc[p])
+            for jj, j in enumerate(nz):
+                for n in range(N + 1):
+                    T[p][j, n] = Tp[jj, n] + rad
+        for (p, q) in epairs:
+            rad = arb(0, re_[(p, q)])
+            for jj, j in enumerate(nz):
+                sp, sqv = S[p][jj], S[q][jj]
+                acc = arb(0)
+                for k in range(len(zs)):
+                    acc += wts[k] * sp[k] * sqv[k]
+                E[(p, q)][j] = acc + rad
+    return T, E
+
+
+# ------------------------------------------------------------------------- student moments
+def _f_err(x):
+    f = float(x.mid())
+    return f, A.upper(abs(x - f))
+
+
+def _float_coeffs(T, E, m, N):
+    """Float coefficient arrays, error bounds, tail energies and scales per p."""
+    out = []
+    for p in range(5):
+        X = np.zeros((m, N + 1))
+        Er = np.zeros((m, N + 1))
+        tail = np.zeros(m)
+        sc = np.zeros(m)
+        for j in range(m):
+            s2 = arb(0)
+            for n in range(N + 1):
+                v = T[p][j, n]
+                X[j, n], Er[j, n] = _f_err(v)
+                s2 += v * v
+            tail[j] = max(A.upper(E[(p, p)][j] - s2), 0.0)
+            sc[j] = math.sqrt(max(A.upper(E[(p, p)][j]), 0.0)) * (1 + 1e-15) + 1e-300
+        out.append((X, Er, tail, sc))
+    return out
+
+
+def _student_moments(G, alphas, geo, T, E, N, prec):
+    """{(p, q): arb_mat} for the six Mehler pairs of the SwiGLU formulas."""
+    m = G.shape[0]
+    fc = _float_coeffs(T, E, m, N)
+    ok = np.array([not (alphas[j] == 0) for j in range(m)])
+    W = _mh.scaled_rows(G)
+    out = {pq: arb_mat(m, m) for pq in _PAIRS}
+    use_float = prec <= 128
+    calls = (((0, 0), (1, 1)), ((2, 2), (2, 0)), ((3, 1), (4, 0)))
+    for (pc, pd) in calls:
+        vals = {}
+        if use_float:
+            C = np.zeros((m, m)); eC = np.zeros((m, m))
+            B = np.zeros((m, m)); eB = np.zeros((m, m))
+            OK = np.zeros((m, m), dtype=np.bool_)
+            X1, E1, T1, S1 = fc[pc[0]]
+            X2, E2, T2, S2 = fc[pc[1]]
+            Y1, F1, U1, R1 = fc[pd[0]]
+            Y2, F2, U2, R2 = fc[pd[1]]
+            _mh.mehler_pairs(W, W, False, X1, E1, T1, S1, Y1, F1, U1, R1, ok,
+                             X2, E2, T2, S2, Y2, F2, U2, R2, ok, N, _TOL_FLOAT, _RMAX,
+                             C, eC, B, eB, OK)
+            vals = {pc: (C, eC), pd: (B, eB)}
+        for pq in (pc, pd):
+            p, q = pq
+            Mo = out[pq]
+            for i in range(m):
+                for j in range(m):
+                    if i == j and ok[i]:
+                        Mo[i, i] = E[(p, q)][i]
+                        continue
+                    if use_float and OK[i, j]:
+                        v, e = vals[pq][0][i, j], vals[pq][1][i, j]
+                        Mo[i, j] = arb(v) + arb(0, e)
+                        continue
+                    Mo[i, j] = _arb_pair(T, E, fc, geo, i, j, p, q, N, ok)
+    return out
+
+
+def _arb_pair(T, E, fc, geo, i, j, p, q, N, ok):
+    if not (ok[i] and ok[j]):
+        return T[p][i, 0] * T[q][j, 0]
+    rho = geo.pair(i, j)[0]
+    acc = arb(0)
+    pw = arb(1)
+    for n in range(N + 1):
+        acc += T[p][i, n] * T[q][j, n] * pw
+        pw = pw * rho
+    r = min(A.upper(abs(rho)), 1.0)
+    tail = math.sqrt(fc[p][2][i] * fc[q][2][j]) * r ** (N + 1)
+    return acc + arb(0, A.mul_up(tail, 1 + 1e-12) if tail > 0 else 0.0)
+
+
+# ------------------------------------------------------------------------------- teachers
+def _poly_link_monomials_h(link):
+    """{power: list of (Fraction coef, k)} meaning Σ coef/√k! z^power, or None."""
+    from .moments import _hermite_monomials
+    out = {}
+    q = Fraction(link.q)
+    if q != 0:
+        out.setdefault(1, []).append((q, 0))
+    for w, kind, k, a in link._hdata.gp:
+        if a != 0:
+            return None
+        if kind == "h":
+            for pw, cf in _hermite_monomials(k).items():
+                out.setdefault(pw, []).append((Fraction(w) * cf, k))
+        else:
+            out.setdefault(k, []).append((Fraction(w), 0))
+    return out
+
+
+def _link_poly(link):
+    """Monomial coefficients of a polynomial link as a dict {power: arb}, or None."""
+    if link.p != 0.0 or link._hdata.gp is None:
+        return None
+    mons = _poly_link_monomials_h(link)
+    if mons is None:
+        return None
+    out = {}
+    for pw, terms in mons.items():
+        v = arb(0)
+        for cf, k in terms:
+            v += arb(cf.numerator) / cf.denominator / arb(math.factorial(k)).sqrt()
+        out[pw] = v
+    return out
+
+
+def _deriv(poly):
+    return {k - 1: k * v for k, v in poly.items() if k >= 1}
+
+
+def _hermite_of_scaled(poly, beta, nmax):
+    """Ĝ_n(β) = E[G(βz) h_n(z)], n = 0..nmax, for G = Σ c_k z^k (finite, exact)."""
+    out = []
+    for n in range(nmax + 1):
+        acc = arb(0)
+        for k, ck in poly.items():
+            if k < n or (k - n) % 2:
+                continue
+            # E[z^k He_n] = k!/(k − n)! · (k − n − 1)!!
+            num = math.factorial(k) // math.factorial(k - n)
+            dfac = 1
+            for t in range(k - n - 1, 0, -2):
+                dfac *= t
+            acc += ck * beta ** k * (num * dfac)
+        out.append(acc / arb(math.factorial(n)).sqrt())
+    return out
+
+
+def _teacher_poly(teacher):
+    if getattr(teacher, "kind", None) != "additive":
+        return None
+    poly = _link_poly(teacher.link)
+    if poly is None:
+        return None
+    return poly
+
+
+# ------------------------------------------------------------------------------ public API
+def _check(student, params, prec):
+    from popdyn.swiglu import SwiGLUStudent
+    prec = A.check_prec(prec)
+    if not isinstance(student, SwiGLUStudent):
+        raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
+    student.check(params)
+    return prec
+
+
+def _order(student, params):
+    from popdyn.swiglu import silu_coefficients
+    al = np.sqrt(np.einsum("ij,ij->i", params.G, params.G))
+    _, N, _ = silu_coefficients(al)
+    return int(N) + 8
+
+
+def _setup(student, params, extra_rows, prec, N=None):
+    G = params.G
+    m = student.m
+    rows = G if extra_rows is None else np.vstack([G, extra_rows])
+    geo = _Geometry(rows)
+    alphas = geo.alpha[:m]
+    N = _order(student, params) if N is None else N
+    if prec > 128:
+        N = int(N * prec / 128) + 8
+    T, E = silu_hermite_enclosures(alphas, N, prec=prec)
+    M = _student_moments(G, alphas, geo, T, E, N, prec)
+    return geo, T, E, M, N
+
+
+def _inner(X, Y):
+    return A.mat_from_array(X) * A.mat_from_array(Y).transpose()
+
+
+def _numerical_loss(student, params, teacher, prec, why):
+    from popdyn import swiglu as sw
+    L, info = sw.population_loss(student, params, teacher, full_output=True)
+    Mo = sw.moments(student, params, teacher)
+    a, c = np.abs(params.a), abs(params.c)
+    size = (a @ np.abs(Mo.Phi) @ a + 2 * c * (a @ np.abs(Mo.phibar)) + c * c
+            + 2 * a @ np.abs(Mo.Yphi) + 2 * c * abs(teacher.mean) + teacher.second_moment)
+    err = 2.0 * float(info["error"]) + 1e-13 * 0.5 * size
+    note = ("float64 SwiGLU engine with its estimated error (" + why + ")")
+    Lb = Bracket.enclosing(max(L - err, 0.0), L + err, provenance="numerical", note=note)
+    V = teacher.variance
+    verr = 1e-13 * max(teacher.second_moment, 1e-300)
+    vb = Bracket.enclosing(max(V - verr, 0.0), V + verr, provenance="numerical", note=note)
+    mb = Bracket.enclosing(teacher.mean - verr, teacher.mean + verr, provenance="numerical",
+                           note=note)
+    return _assemble(Lb, vb, mb, "numerical", prec, note)
+
+
+def _assemble(Lb, vb, mb, prov, prec, note):
+    mse = Lb.scale(2.0)
+    if vb.lo > 0:
+        nb = Bracket.enclosing(mse.lo / vb.hi * (1 - 1e-15), mse.hi / vb.lo * (1 + 1e-15),
+                               provenance=prov, note=note)
+    else:
+        nb = Bracket(0.0, math.inf, provenance=prov, status="unresolved", note=note)
+    return LossBracket(Lb, mse, nb, vb, mb, prov, prec, None, (note,) if note else ())
+
+
+def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
+    """Bracket the population loss L = ½E[(f − y)²] of a SwiGLU student (intercept as given).
+
+    Rigorous for additive teachers with polynomial links (module docstring); ``numerical``
+    (the float engine's value and error estimate) for every other teacher.  Reached through
+    :func:`certify.loss`, which dispatches SwiGLU students here.
+    """
+    from popdyn.teachers import Teacher
+    prec = _check(student, params, prec)
+    if not isinstance(teacher, Teacher):
+        raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
+    if teacher.d != student.d:
+        raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
+    poly = _teacher_poly(teacher)
+    if poly is None:
+        return _numerical_loss(student, params, teacher, prec,
+                               "teacher outside the rigorous class: additive, polynomial link")
+    m = student.m
+    U = teacher.U
+    kap = teacher.weights
+    with A.workprec(prec + 32):
+        geo, T, E, M, N = _setup(student, params, U, prec)
+        G, Vv = params.G, params.V
+        a = [arb(float(x)) for x in params.a]
+        c = arb(float(params.c))
+        GV = _inner(G, Vv)
+        VV = _inner(Vv, Vv)
+        UV = _inner(Vv, U)                       # (m, k): v_j·u_k
+        dl = [GV[j, j] for j in range(m)]
+        M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
+        # E[f²]
+        ff = c * c
+        for i in range(m):
+            phib = dl[i] * T[1][i, 0]
+            ff += 2 * c * a[i] * phib
+            for j in range(m):
+                phi = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
+                       + dl[j] * GV[j, i] * M20[j, i]
+                       + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
+                ff += a[i] * a[j] * phi
+        # teacher: rows u_k with β_k = |u_k|, coefficients of g and g' at scale β_k
+        k = U.shape[0]
+        deg = max(poly) if poly else 0
+        dpoly = _deriv(poly)
+        betas = [geo.alpha[m + t] for t in range(k)]
+        gh = [_hermite_of_scaled(poly, b, deg) for b in betas]
+        dgh = [_hermite_of_scaled(dpoly, b, max(deg - 1, 0)) if dpoly else [arb(0)]
+               for b in betas]
+        kb = [arb(float(x)) for x in kap]
+        ey = arb(0)
+        for t in range(k):
+            ey += kb[t] * gh[t][0]
+        ey2 = arb(0)
+        for s_ in range(k):
+            for t in range(k):
+                rho = geo.pair(m + s_, m + t)[0] if s_ != t else arb(1)
+                acc = arb(0)
+                for n in range(min(len(gh[s_]), len(gh[t]))):
+                    acc += gh[s_][n] * gh[t][n] * rho ** n
+                ey2 += kb[s_] * kb[t] * acc
+        fy = c * ey
+        for j in range(m):
+            yphi = arb(0)
+            for t in range(k):
+                rho = geo.pair(j, m + t)[0]
+                e1 = arb(0)      # E[σ'_j g(u_t·x)]
+                for n in range(len(gh[t])):
+                    e1 += T[1][j, n] * gh[t][n] * rho ** n if n <= N else 0
+                e0 = arb(0)      # E[σ_j g'(u_t·x)]
+                for n in range(len(dgh[t])):
+                    e0 += T[0][j, n] * dgh[t][n] * rho ** n if n <= N else 0
+                yphi += kb[t] * (dl[j] * e1 + UV[j, t] * e0)
+            fy += a[j] * yphi
+        L = (ff - 2 * fy + ey2) / 2
+        var = ey2 - ey * ey
+        Lb = Bracket.from_arb(L, provenance="rigorous")
+        if Lb.lo < 0:
+            Lb = Bracket(0.0, Lb.hi, provenance="rigorous")
+        vb = Bracket.from_arb(var, provenance="rigorous")
+        mb = Bracket.from_arb(ey, provenance="rigorous")
+    if not (math.isfinite(Lb.lo) and math.isfinite(Lb.hi)):
+        raise CertificationError("no finite enclosure of the SwiGLU loss", hint="a higher prec")
+    return _assemble(Lb, vb, mb, "rigorous", prec, "")
+
+
+def swiglu_agop_enclosure(student, params, *, prec: int = 128) -> arb_mat:
+    """The AGOP of a SwiGLU student as a symmetric ball matrix (rigorous)."""
+    prec = _check(student, params, prec)
+    m = student.m
+    with A.workprec(prec + 32):
+        geo, T, E, M, N = _setup(student, params, None, prec)
+        G, Vv = params.G, params.V
+        GV = _inner(G, Vv)
+        VV = _inner(Vv, Vv)
+        dl = [GV[j, j] for j in range(m)]
+        a = [arb(float(x)) for x in params.a]
+        M00, M11, M22, M20, M31 = (M[(0, 0)], M[(1, 1)], M[(2, 2)], M[(2, 0)], M[(3, 1)])
+        Q = arb_mat(m, m)
+        Em = arb_mat(m, m)
+        K0 = arb_mat(m, m)
+        for i in range(m):
+            for j in range(m):
+                aa = a[i] * a[j]
+                q11 = (VV[i, j] * M11[i, j] + dl[i] * GV[i, j] * M31[i, j]
+                       + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M22[i, j]
+                       + dl[j] * GV[j, i] * M31[j, i])
+                Q[i, j] = aa * q11
+                Em[i, j] = aa * (dl[i] * M20[i, j] + GV[j, i] * M11[i, j])
+                K0[i, j] = aa * M00[i, j]
+        Ga = A.mat_from_array(G)
+        Va = A.mat_from_array(Vv)
+        X = Ga.transpose() * (Em * Va)
+        Mx = Ga.transpose() * (Q * Ga) + X + X.transpose() + Va.transpose() * (K0 * Va)
+        d = student.d
+        out = arb_mat(d, d)
+        for i in range(d):
+            out[i, i] = Mx[i, i]
+            for j in range(i + 1, d):
+                v = (Mx[i, j] + Mx[j, i]) / 2
+                out[i, j] = v
+                out[j, i] = v
+    return out
+
+
+def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
+    """Certified AGOP alignment (A_top, A_min, A_mean) of a SwiGLU student with span(U).
+
+    The AGOP is enclosed rigorously (:func:`swiglu_agop_enclosure`); the eigengap and
+    Davis–Kahan steps are those of :func:`certify.alignment.alignment_from_matrix`.
+    Reached through :func:`certify.alignment`, which dispatches SwiGLU students here.
+    """
+    M = swiglu_agop_enclosure(student, params, prec=prec)
+    return alignment_from_matrix(M, U, prec=prec, provenance="rigorous")
