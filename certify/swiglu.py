@@ -80,7 +80,8 @@ _AT0 = (Fraction(0), Fraction(1, 2), Fraction(1, 2), Fraction(0), Fraction(-1, 2
 _PAIRS = ((0, 0), (1, 1), (2, 2), (2, 0), (3, 1), (4, 0))
 _ALPHA_MAX = 8.0
 _RMAX = 0.9
-_TOL_FLOAT = 2.0 ** -52
+_TOL_FLOAT = 2.0 ** -44       # float-path eligibility: tail ≤ 2⁻⁴⁴ of the pair's scale
+_N_CAP = 128
 
 
 def _silu_derivs(w):
@@ -235,12 +236,15 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
         Hw = []
         with A.workprec(wp + 2 * N + 64):
             sq = [arb(n).sqrt() for n in range(N + 2)]
-            for z, w in zip(zs, wts):
+            inv_sq = [1 / v for v in sq]
+            for z in zs:
                 row = [arb(1), z]
                 for n in range(1, N):
-                    row.append((z * row[n] - sq[n] * row[n - 1]) / sq[n + 1])
-                Hw.append([w * v for v in row[:N + 1]])
-        Hm = arb_mat(Hw)
+                    row.append((z * row[n] - sq[n] * row[n - 1]) * inv_sq[n + 1])
+                Hw.append(row[:N + 1])
+        # back at wp: the weights multiply in and every entry is rounded to wp bits (short
+        # mantissas keep the matrix product fast; the rounding is part of each ball)
+        Hm = arb_mat([[w * v for v in row] for w, row in zip(wts, Hw)])
         S = [[None] * len(nz) for _ in range(5)]
         for jj, j in enumerate(nz):
             al = alphas[j]
@@ -432,7 +436,11 @@ def _setup(student, params, extra_rows, prec, N=None):
     rows = G if extra_rows is None else np.vstack([G, extra_rows])
     geo = _Geometry(rows)
     alphas = geo.alpha[:m]
-    N = _order(student, params) if N is None else N
+    if N is None:
+        # the float engine's order (its sequences decayed to 1e−17 of their norm), capped: the
+        # Cauchy–Schwarz tails account for whatever lies beyond, and the cost of the
+        # enclosures grows like N² (nodes ∝ N)
+        N = min(_order(student, params), _N_CAP)
     if prec > 128:
         N = int(N * prec / 128) + 8
     T, E = silu_hermite_enclosures(alphas, N, prec=prec)
