@@ -11,6 +11,17 @@ imported from the files by path and use mpmath only -- no popdyn kernel is calle
   {1e−300, 1e−16, 1e−12, 1e−8, 1e−4, 0.01, 0.05, 0.075 (|r| = 0.925), 0.0749, 0.0751, 0.2,
   0.25, 0.7, 0.75, 1} on both signs of r.  By conditioning on the more binding variable,
   ``mpmath.quad`` with breakpoints around the mode and the inner step.
+* ``ramps``: the four canonical ramp moments of :mod:`popdyn._kernels.plmoments`,
+  P̃ = P(Z₁>x, Z₂>y), S̃ij = E[1{Z₁>x}(Z₂−y)₊], S̃ji, R̃ = E[(Z₁−x)₊(Z₂−y)₊] for thresholds
+  x, y ≥ −1 and correlations r with 1 ∓ r exact in binary (r = k/2³⁰, or 1 − |r| = 2^−40 ≈ 1e−12,
+  2^−27, 2^−14, 2^−7, 0.075, or in [1e−4, 0.075] with close thresholds in the tail; and
+  |r| < 0.3 with thresholds in [−1, 2.5]):
+  thresholds of units with biases ~α (x ∈ [−1, 3]) and ~3α (up to 9),
+  read by ``tests/popdyn/test_plmoments_estimates.py`` (the kernels' error estimates against the
+  actual error).  By conditioning on Z₁: 1-D integrals of positive integrands by the global
+  adaptive 24/48-point Gauss–Legendre ``vquad`` of tests/popdyn/test_plmoments.py (relative
+  tolerance 1e−26), with geometric breakpoints on the integrand's decay scale and around the
+  conditional step, at 40 digits.
 * ``pl``: the six pair moments C, B, A_ij, A_ji, D_ij, D_ji of two PL units σ = p relu + q id
   (relu, leaky 0.01/0.2, |t|, identity, relu(−t), random (p, q)), α ∈ {0, 1e−8, 1e−4, U(0.3, 3)},
   h = β/α in {0, U(−3, 3), U(−10, 10), U(−40, 40), ±1e3, ±1e8}, ρ from angles
@@ -19,11 +30,13 @@ imported from the files by path and use mpmath only -- no popdyn kernel is calle
   in the tolerances.  Integrals over Z₁ by global adaptive 24/48-point Gauss–Legendre.
 
 Source: DESIGN §2–§3 (definitions), the tests' docstrings (method).
-Runtime: about 3 minutes on one core (172 s measured; mpmath without gmpy).
-Usage: python data/_precompute/plmoments_refs.py
+Runtime: about 6 minutes on one core (mpmath without gmpy).
+Usage: python data/_precompute/plmoments_refs.py [--only-ramps]
+(``--only-ramps`` recomputes only the key ``ramps``, about 3 minutes, and keeps the others.)
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -39,12 +52,106 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 OUT = os.path.join(ROOT, "data", "refs", "plmoments_refs.json")
 
 
+@functools.lru_cache(maxsize=None)
 def _load(name):
     path = os.path.join(ROOT, "tests", "popdyn", name + ".py")
     spec = importlib.util.spec_from_file_location("_ref_" + name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def ramps_ref(x, y, om, op, sign, dps=40):
+    """(P̃, S̃ij, S̃ji, R̃) at thresholds x, y and correlation r.
+
+    r is 1 − om for sign = +1 and op − 1 for sign = −1 (om, op the exact binary inputs);
+    Z₂ | Z₁ = z ~ N(r z, s²), s = √(om·op).  Pure mpmath."""
+    with mp.workdps(dps):
+        x, y, om, op = mp.mpf(x), mp.mpf(y), mp.mpf(om), mp.mpf(op)
+        r = 1 - om if sign > 0 else op - 1
+        s = mp.sqrt(om * op)
+
+        def hh0(w):
+            return mp.ncdf(-w)
+
+        def hh1(w):
+            return mp.npdf(w) - w * mp.ncdf(-w)   # 40 digits: the cancellation costs < 20
+
+        def F(z):
+            ph = mp.npdf(z)
+            w = (y - r * z) / s
+            a0 = ph * hh0(w)
+            a1 = ph * s * hh1(w)
+            return (a0, a1, (z - x) * a0, (z - x) * a1)
+
+        # breakpoints: geometric from x on the decay scale of the integrand at z = x (the
+        # factor φ(z) decays on 1/max(x, 1), the conditional factor Hh((y − r z)/s) on
+        # s/(|r| max(w, 1)), w = (y − r x)/s), and around the conditional step z = y/r; the
+        # integrand is below 1e−400 beyond x + 45
+        sc = 1 / max(x, 1)
+        if r != 0:
+            sc = min(sc, s / (abs(r) * max((y - r * x) / s, 1)))
+        L = x + 45
+        pts = {x, L}
+        d = sc / 8
+        while d < 45:
+            pts.add(x + d)
+            d *= 2
+        if r != 0:
+            zt = y / r
+            w = s / abs(r)
+            for c in (0, 1, -1, 4, -4, 16, -16, 64, -64, 256, -256):
+                if x < zt + c * w < L:
+                    pts.add(zt + c * w)
+        return _load("test_plmoments").vquad(F, sorted(pts), 4)
+
+
+def ramps_cases(rng):
+    """(x, y, om, op, sign): x, y ≥ −1; 1 − r and 1 + r exact in binary."""
+    cases = []
+    for n in range(150):
+        c = n % 3
+        if c == 0:      # biases ~α: h ~ N(0, 1)-ish, x ∈ [−1, 3]
+            x, y = rng.uniform(-1, 3, 2)
+        elif c == 1:    # biases ~3α: thresholds up to 9
+            x, y = rng.uniform(-1, 9, 2)
+        else:           # one unit in the tail, one near its kink
+            x, y = rng.uniform(2, 9), rng.uniform(-1, 1)
+        if n % 5 == 4:
+            om = float(rng.choice([2.0 ** -40, 2.0 ** -27, 2.0 ** -14, 2.0 ** -7, 0.075]))
+            sign = int(rng.choice([1, -1]))
+            if sign > 0:
+                omr, opr = om, 2.0 - om
+            else:
+                omr, opr = 2.0 - om, om
+        else:
+            r = round(float(rng.uniform(-0.93, 0.93)) * 2 ** 30) / 2 ** 30
+            omr, opr = 1.0 - r, 1.0 + r
+            sign = 1 if r >= 0 else -1
+        cases.append((float(x), float(y), omr, opr, sign))
+    for n in range(40):
+        # small correlations (where Φ₂ alone would take Genz's 6-point rule) with thresholds
+        # near the kinks, the zero of the weight x − t y of S̃ inside [0, r]
+        x, y = rng.uniform(-1, 2.5, 2)
+        r = round(float(rng.uniform(-0.3, 0.3)) * 2 ** 30) / 2 ** 30
+        cases.append((float(x), float(y), 1.0 - r, 1.0 + r, 1 if r >= 0 else -1))
+    # pinned (found in the benchmark's configuration): |r| < 0.3, V < 0.05, the weight of S̃
+    # changes sign inside [0, r] -- Genz's 6-point rule misses S̃ by 1e−14 relative there
+    for x, y, r in ((0.269, 1.777, 0.286), (1.614, 0.301, 0.295), (1.623, -0.202, -0.292),
+                    (0.241, 1.645, 0.287)):
+        r = round(r * 2 ** 30) / 2 ** 30
+        cases.append((x, y, 1.0 - r, 1.0 + r, 1 if r >= 0 else -1))
+    for n in range(50):
+        # nearly aligned units (1 − |r| ∈ [1e−4, 0.075], exact binary) with close thresholds
+        # in the tail: neither the Price form from r = 0 nor the separated forms apply
+        x = rng.uniform(0, 6)
+        y = max(-1.0, x + rng.uniform(-1, 1))
+        om = round(10 ** rng.uniform(-4, math.log10(0.075)) * 2 ** 40) / 2 ** 40
+        if n % 5 == 4:
+            cases.append((float(x), float(y), 2.0 - om, om, -1))
+        else:
+            cases.append((float(x), float(y), om, 2.0 - om, 1))
+    return cases
 
 
 def bvn_cases(rng):
@@ -134,8 +241,27 @@ PINNED = [
 ]
 
 
+def ramps_all():
+    rng = np.random.default_rng(20261129)
+    res = []
+    for (x, y, omr, opr, sign) in ramps_cases(rng):
+        ref = ramps_ref(x, y, omr, opr, sign)
+        res.append({"x": x, "y": y, "omr": omr, "opr": opr, "sign": sign,
+                    "ref": [mp.nstr(v, 25) for v in ref]})
+    return res
+
+
 def main():
     t0 = time.time()
+    if "--only-ramps" in sys.argv:
+        # add / replace the key ``ramps`` of the existing file, keep the rest
+        with open(OUT) as f:
+            out = json.load(f)
+        out["ramps"] = ramps_all()
+        with open(OUT, "w") as f:
+            json.dump(out, f, indent=0)
+        print(f"wrote {OUT}: {len(out['ramps'])} ramps cases in {time.time() - t0:.0f} s")
+        return 0
     tb = _load("test_bvn")
     tp = _load("test_plmoments")
     rng = np.random.default_rng(20240607)
@@ -160,6 +286,7 @@ def main():
         if n % 50 == 0:
             print(f"pl: {n}/{len(pairs)}, {time.time() - t0:.0f} s", flush=True)
     out["pl"] = pl
+    out["ramps"] = ramps_all()
     out["meta"]["runtime_s"] = round(time.time() - t0)
     with open(OUT, "w") as f:
         json.dump(out, f, indent=0)

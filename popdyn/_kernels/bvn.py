@@ -9,6 +9,8 @@ can be called from other kernels or from Python.
   (Hh_0 = Φ(−w)), with full relative accuracy for every w, including the upper tail where the
   textbook forms φ(w) − wΦ(−w) and ((1 + w²)Φ(−w) − wφ(w))/2 cancel catastrophically.
 * :func:`mills3` -- the scaled ratios Hh_n(w)/φ(w), n = 0, 1, 2, for w ≥ 0 (no underflow).
+* :func:`hh1_pos` -- Hh_1(w) alone for w ≥ 0 (bit-identical to ``norm_hh(w)[1]``, a third
+  cheaper: used for the conditional expectations E[relu(T)] of the pair kernels).
 * :func:`bvn_cdf` -- Φ₂(h, k; r) = P(Z₁ ≤ h, Z₂ ≤ k) for a standard bivariate normal with
   correlation r, with 1 − r and 1 + r supplied by the caller.
 
@@ -56,7 +58,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["norm_pdf", "norm_cdf", "norm_hh", "mills3", "bvn_cdf"]
+__all__ = ["norm_pdf", "norm_cdf", "norm_hh", "mills3", "hh1_pos", "bvn_cdf"]
 
 _SQRT2 = math.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -152,6 +154,7 @@ _MILLS_TAB = np.array([
 _MILLS_WMAX = 8.0
 _TAYLOR_ORDER = 11
 _CF_TERMS = 28
+_INV_N = np.array([1.0 / (n + 1) for n in range(_TAYLOR_ORDER)])   # 1/(n+1), as computed inline
 # adaptive panels of the positive-term θ-integral (relative accuracy in the tails)
 _PSI_RTOL = 1e-15
 _PSI_MAXPAN = 256
@@ -226,7 +229,7 @@ def mills3(w):
     ss = s
     un = 1.0
     for n in range(_TAYLOR_ORDER):
-        inv = 1.0 / (n + 1)
+        inv = _INV_N[n]
         m_next = (w0 * m + m_prev - (1.0 if n == 0 else 0.0)) * inv
         t_next = (w0 * t + t_prev - m) * inv
         s_next = (w0 * s + s_prev - t) * inv
@@ -238,6 +241,33 @@ def mills3(w):
         st += t * un
         ss += s * un
     return sm, st, ss
+
+
+@jit
+def hh1_pos(w):
+    """Hh₁(w) = E[(Z − w)₊] for w ≥ 0 (full relative accuracy): φ(w)·T₁(w) as in :func:`mills3`,
+    computing only the two series T₀, T₁ that T₁ needs (bit-identical to ``norm_hh(w)[1]``)."""
+    f = norm_pdf(w)
+    if w > _MILLS_WMAX:
+        return f * mills3(w)[1]
+    j = int(w / _MILLS_STEP + 0.5)
+    w0 = j * _MILLS_STEP
+    u = w - w0
+    m_prev = 0.0
+    t_prev = 0.0
+    m = _MILLS_TAB[j, 0]
+    t = _MILLS_TAB[j, 1]
+    st = t
+    un = 1.0
+    for n in range(_TAYLOR_ORDER):
+        inv = _INV_N[n]
+        m_next = (w0 * m + m_prev - (1.0 if n == 0 else 0.0)) * inv
+        t_next = (w0 * t + t_prev - m) * inv
+        m_prev, m = m, m_next
+        t_prev, t = t, t_next
+        un *= u
+        st += t * un
+    return f * st
 
 
 @jit

@@ -33,13 +33,27 @@ the interval x < Z̃₁ < −y, with Hh_n the stable ramp moments of
 E[p relu(T) + qT] with the ramp again taken on the tail side of μ.  φ(h) is evaluated with the
 exact quotient β/α (error-free transformations), so values ∝ e^{−h²/2} keep ulp accuracy.
 
-*Tails.*  In the tails (x, y ≳ 2) the closed forms for R̃ and S̃ cancel (terms ~x²Φ(−x) for a
-value ~φ(x)/x³).  Every closed-form value carries an error estimate (the terms combined, each
-with its rounding and the conditioning of its argument, plus the Φ₂ rounding); when the
-estimate could exceed ``rtol``·|moment| + ``atol``·scale (scale = product of the two units'
-RMS sizes of σ or σ'), the four ramp quantities are recomputed as 1-D integrals of positive
+*Tails.*  In the tails (x, y ≳ 1) the closed forms for R̃ and S̃ cancel (terms ~x²Φ(−x) for a
+value ~φ(x)/x³).  For |r̃| < 0.925 the ramp moments are therefore computed first from Price's
+theorem (∂R̃/∂r = P̃, ∂P̃/∂r = φ₂, S̃ij = −∂R̃/∂x), integrated from r̃ = 0 where they are
+products of the stable 1-D ramp moments Hh_n (:func:`_ramps_price`):
+
+    R̃ = Hh₁(x)Hh₁(y) + r̃ Hh₀(x)Hh₀(y) + ∫₀^r̃ (r̃ − t) φ₂(x, y; t) dt,   P̃, S̃ alike,
+
+every term positive for r̃ ≥ 0 and x, y ≥ 0, with the t-integrals on the Gauss–Legendre rule of
+Genz's Φ₂ (one exponential per node for all four moments: about the cost of one Φ₂).  Each
+evaluator returns an error estimate (eps × the terms combined, each with the sensitivity to its
+rounded arguments; the rule's error for the Price form); if the estimate could exceed
+``rtol``·|moment| + ``atol``·scale (scale = product of the two units' RMS sizes of σ or σ'),
+the next evaluator is tried: Price form → closed forms → (|r̃| > 0.925) the 1-D forms at
+r̃ = ±1 with Price-bounded corrections when the thresholds are separated on the scale σ̃
+(:func:`_ramps_aligned`) → (0.925 ≤ r̃ < 1 − 1e−4) the Price form with an a-posteriori rule
+check (:func:`_ramps_price_checked`) → the four ramp quantities as 1-D integrals of positive
 integrands, e.g. R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive
-Gauss–Kronrod (7–15) with relative tolerance ``qtol`` (measured accuracy ~1e−14).
+Gauss–Kronrod (7–15) with relative tolerance ``qtol`` (measured accuracy ~1e−14; ~25 µs a pair;
+left mainly for r̃ < 0 with both units in the tail, and for nearly aligned units, 1 − r̃ ≲ 5e−3,
+with close thresholds in the tail).  tests/popdyn/test_plmoments_estimates.py checks every
+estimate against the actual error (40-digit mpmath).
 
 *Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
 exactly linear in float64: Φ(−40) underflows; h = β/α is never formed when it could overflow),
@@ -58,7 +72,8 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .bvn import _bvn_err, _interval_prob, mills3, norm_cdf, norm_hh, norm_pdf
+from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err, _interval_prob,
+                  _sin_small, hh1_pos, mills3, norm_cdf, norm_hh, norm_pdf)
 
 __all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments"]
 
@@ -223,17 +238,235 @@ def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
     Sji = ai + rt * aj - x * P
     cP = x * y + rt
     R = cP * P - x * aj - y * ai + sig * ex
-    # error scales: each factor carries the rounding of its argument, amplified by the
-    # argument's size (exp(−E): E·eps, Φ(−w): w²·eps, φ(x): x²·eps)
+    # error scales: each factor carries the rounding of its argument, amplified by its
+    # sensitivity to the argument (exp(−E): the absolute error of E; φ(x): x²·eps; Φ(−w): the
+    # absolute error δw of w times |∂aᵢ/∂w| = φ(x)φ(w) = ex -- exact to first order, and ~0
+    # where Φ(−w) → 1 is insensitive to w)
     art = abs(rt)
-    ea = _EPS * (3.0 + x * x + wi * wi) * ai
-    eb = _EPS * (3.0 + y * y + wj * wj) * aj
-    ee = _EPS * (3.0 + 2.0 * E) * sig * ex
+    dwi = _EPS * (2.0 * (abs(dyx) + abs(om * x)) / sig + 3.0 * abs(wi))
+    dwj = _EPS * (2.0 * (abs(om * y) + abs(dyx)) / sig + 3.0 * abs(wj))
+    ea = _EPS * (3.0 + x * x) * ai + dwi * ex
+    eb = _EPS * (3.0 + y * y) * aj + dwj * ex
+    ee = _EPS * (3.0 + 2.0 * (dyx * dyx / s2 + abs(2.0 * x * y / op))) * sig * ex
     eSij = eb + art * ea + _EPS * (aj + art * ai + y * P) + abs(y) * eP
     eSji = ea + art * eb + _EPS * (ai + art * aj + x * P) + abs(x) * eP
     eR = (abs(x) * eb + abs(y) * ea + ee + abs(cP) * eP
           + 2.0 * _EPS * (abs(cP) * P + abs(x) * aj + abs(y) * ai + sig * ex))
     return P, Sij, Sji, R, eP, eSij, eSji, eR
+
+
+# ---------------------------------------------------- ramp–ramp, Price (correlation) integral
+# |r̃| below this: the Price form (integral over the correlation from r̃ = 0) is available
+_PRICE_RMAX = 0.925
+# 1 − r̃ above this: the checked Price form is tried before the quadrature (r̃ > 0.925)
+_PRICE_OMMIN = 1e-4
+
+
+@jit
+def _price_sum(U, W, x, y, rt, a0, pw):
+    """Σ_i W_i·g_i·(1, rt − t_i, (rt − t_i)(x − t_i y)/(1 − t_i²), (rt − t_i)(y − t_i x)/(1 − t_i²))
+    and Σ_i W_i·g_i·|rt − t_i|·(1, |x − t_i y|, |y − t_i x|)/(1 − t_i²) (a 7-tuple), for
+    t_i = sin(a0 + pw·U_i), g = exp((t xy − (x² + y²)/2)/(1 − t²))."""
+    xy = x * y
+    hs = 0.5 * (x * x + y * y)
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = 0.0
+    for i in range(U.shape[0]):
+        t = _sin_small(a0 + pw * U[i])
+        ic2 = 1.0 / ((1.0 - t) * (1.0 + t))
+        g = W[i] * math.exp((t * xy - hs) * ic2)
+        gd = g * (rt - t)
+        u = (x - t * y) * ic2
+        v = (y - t * x) * ic2
+        s0 += g
+        s1 += gd
+        s2 += gd * u
+        s3 += gd * v
+        agd = abs(gd)
+        s4 += agd
+        s5 += agd * abs(u)
+        s6 += agd * abs(v)
+    return s0, s1, s2, s3, s4, s5, s6
+
+
+@jit
+def _price_logvar(x, y, rt):
+    """(V, E_min): log-variation and minimum of the exponent of φ₂(x, y; sin θ)·cos θ over
+    θ ∈ [0, asin rt] (endpoints and the interior stationary point), as in ``_bvn_lo``."""
+    xy = x * y
+    hs = 0.5 * (x * x + y * y)
+    e0 = -hs
+    e1 = (rt * xy - hs) / ((1.0 - rt) * (1.0 + rt))
+    emax = max(e0, e1)
+    emin = min(e0, e1)
+    ax = abs(x)
+    ay = abs(y)
+    if ax > 0.0 and ay > 0.0:
+        ts = min(ax, ay) / max(ax, ay)
+        if xy < 0.0:
+            ts = -ts
+        if (rt > 0.0 and 0.0 < ts < rt) or (rt < 0.0 and rt < ts < 0.0):
+            emax = max(emax, -0.5 * max(ax, ay) ** 2)
+    return emax - emin, emin
+
+
+@jit
+def _price_panels(x, y, rt, asr, npan):
+    """The 7 sums of :func:`_price_sum` with 20-point Gauss–Legendre on ``npan`` equal panels of
+    [0, asin rt], times the panel width."""
+    pw = asr / npan
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = 0.0
+    for j in range(npan):
+        b0, b1, b2, b3, b4, b5, b6 = _price_sum(_GL20_U, _GL20_W, x, y, rt, j * pw, pw)
+        a0 += b0
+        a1 += b1
+        a2 += b2
+        a3 += b3
+        a4 += b4
+        a5 += b5
+        a6 += b6
+    return a0 * pw, a1 * pw, a2 * pw, a3 * pw, a4 * pw, a5 * pw, a6 * pw
+
+
+@jit
+def _ramps_price_checked(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
+    """:func:`_ramps_price` for 0.925 ≤ |r̃| < 1 (the fallback before the quadrature): the rule is
+    not pre-validated there, so the integrals are taken with 20-point Gauss–Legendre on n and 2n
+    panels (n from the log-variation, ≥ 2) and the difference is added to the estimates
+    (a-posteriori rule error of the finer value; pessimistic once the rule converges)."""
+    asr = math.asin(rt)
+    V, emin = _price_logvar(x, y, rt)
+    art = abs(rt)
+    n = max(2, int(V / 8.0) + 1)
+    c0, c1, c2, c3, c4, c5, c6 = _price_panels(x, y, rt, asr, n)
+    a0, a1, a2, a3, a4, a5, a6 = _price_panels(x, y, rt, asr, 2 * n)
+    P00 = H0x * H0y
+    P = P00 + a0 / _TWOPI
+    R = H1x * H1y + rt * P00 + a1 / _TWOPI
+    Sij = H0x * H1y + rt * phx * H0y + a2 / _TWOPI
+    Sji = H1x * H0y + rt * phy * H0x + a3 / _TWOPI
+    ce = (_EPS * (8.0 + 4.0 * abs(emin))) / _TWOPI
+    eP = 6.0 * _EPS * P00 + ce * abs(a0) + abs(a0 - c0) / _TWOPI
+    eR = 6.0 * _EPS * (H1x * H1y + art * P00) + ce * abs(a4) + abs(a1 - c1) / _TWOPI
+    eSij = 6.0 * _EPS * (H0x * H1y + art * phx * H0y) + ce * abs(a5) + abs(a2 - c2) / _TWOPI
+    eSji = 6.0 * _EPS * (H1x * H0y + art * phy * H0x) + ce * abs(a6) + abs(a3 - c3) / _TWOPI
+    return P, Sij, Sji, R, eP, eSij, eSji, eR
+
+
+@jit
+def _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
+    """(P̃, S̃ij, S̃ji, R̃) and error estimates from Price's theorem, |rt| < 0.925.
+
+    With ∂R̃/∂r = P̃, ∂P̃/∂r = φ₂(x, y; r) (Price) and S̃ij = −∂R̃/∂x, integrated from r = 0
+    (where the moments are products of the 1-D ramp moments Hh_n):
+
+        P̃   = Hh₀(x)Hh₀(y) + ∫₀^r̃ φ₂ dt
+        R̃   = Hh₁(x)Hh₁(y) + r̃ Hh₀(x)Hh₀(y) + ∫₀^r̃ (r̃ − t) φ₂ dt
+        S̃ij = Hh₀(x)Hh₁(y) + r̃ φ(x)Hh₀(y) + ∫₀^r̃ (r̃ − t)(x − t y)/(1 − t²) φ₂ dt
+
+    (S̃ji with x ↔ y), φ₂ = φ₂(x, y; t).  For r̃ > 0 and x, y ≥ 0 every term is positive: no
+    cancellation where the closed forms cancel (the tails).  The t-integrals use the substitution
+    t = sin θ and the Gauss–Legendre rule of :func:`popdyn._kernels.bvn._bvn_lo` chosen by the
+    log-variation V of the integrand (6/12/20 points, 20 points on ⌈V/8⌉ panels for V > 8;
+    the 6 points only where the weights of S̃ keep their sign),
+    evaluated with one exponential per node for all four moments.
+    The estimates are eps × the terms combined (each with its conditioning: 8 + 4|exponent| for
+    the exponentials), plus 2e−15 × Σ|terms| of each integral for the rule (the rule's measured
+    accuracy for Φ₂; checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py).
+    """
+    asr = math.asin(rt)
+    V, emin = _price_logvar(x, y, rt)
+    art = abs(rt)
+    if V > 8.0:
+        a0, a1, a2, a3, a4, a5, a6 = _price_panels(x, y, rt, asr, int(V / 8.0) + 1)
+        sc = 1.0
+    else:
+        # Genz's 6-point rule (|r| < 0.3, V < 0.05) only where the weights x − t y, y − t x of
+        # S̃ keep their sign on [0, r̃]: with a sign change it misses S̃ by up to 1e−14 relative
+        if art < 0.3 and V < 0.05 and x * (x - rt * y) > 0.0 and y * (y - rt * x) > 0.0:
+            a0, a1, a2, a3, a4, a5, a6 = _price_sum(_GL6_U, _GL6_W, x, y, rt, 0.0, asr)
+        elif art < 0.75 and V < 1.0:
+            a0, a1, a2, a3, a4, a5, a6 = _price_sum(_GL12_U, _GL12_W, x, y, rt, 0.0, asr)
+        else:
+            a0, a1, a2, a3, a4, a5, a6 = _price_sum(_GL20_U, _GL20_W, x, y, rt, 0.0, asr)
+        sc = asr
+    sc = sc / _TWOPI
+    asc = abs(sc)
+    I0 = a0 * sc
+    I1 = a1 * sc
+    I2 = a2 * sc
+    I3 = a3 * sc
+    P00 = H0x * H0y
+    P = P00 + I0
+    R = H1x * H1y + rt * P00 + I1
+    Sij = H0x * H1y + rt * phx * H0y + I2
+    Sji = H1x * H0y + rt * phy * H0x + I3
+    # rounding: products of 1-D moments (a few ulp each), exponentials (4 + |E|), the rule
+    ce = _EPS * (8.0 + 4.0 * abs(emin)) + 2e-15
+    eP = 6.0 * _EPS * P00 + ce * abs(I0)
+    eR = 6.0 * _EPS * (H1x * H1y + art * P00) + ce * abs(a4) * asc
+    eSij = 6.0 * _EPS * (H0x * H1y + art * phx * H0y) + ce * abs(a5) * asc
+    eSji = 6.0 * _EPS * (H1x * H0y + art * phy * H0x) + ce * abs(a6) * asc
+    return P, Sij, Sji, R, eP, eSij, eSji, eR
+
+
+# ------------------------------------------------ ramp–ramp, |r̃| → 1 with separated thresholds
+@jit
+def _ramps_aligned(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
+    """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) for r̃ near ±1 when the thresholds are separated on
+    the scale σ̃ = √(1 − r̃²); ``ok`` = False (9th value) when they are not.
+
+    r̃ → 1, x ≥ y (else x ↔ y with S̃ij ↔ S̃ji): Price's theorem from r̃ = 1 (1-D forms),
+        P̃ = Hh₀(x) − K,  S̃ij = Hh₁(x) + (x−y)Hh₀(x) − (1−r̃)φ(x) + I₁,  S̃ji = Hh₁(x) − I₂,
+        R̃ = 2Hh₂(x) + (x−y)Hh₁(x) − (1−r̃)Hh₀(x) + I₃,
+    with K = ∫_r̃^1 φ₂ dt ∈ [0, (1−r̃)B], B = sup φ₂ = min(φ(x)φ(c_A), φ(y)φ(c_B))/σ̃ (φ₂(x,y;t) =
+    φ(x)φ(w)/u, u = √(1−t²), w = (y − t x)/u ≤ −c_A σ̃/u; φ(c/u)/u increases in u ≤ c), and
+    I₁ ∈ [0, (1−r̃)φ(x)Φ(−c_A)], I₂ ∈ [0, (1−r̃)φ(y)Φ(−c_B)], I₃ ∈ [0, (1−r̃)²B]; c_A, c_B are
+    the separations −max over t ∈ [r̃, 1] of (y − t x), (t y − x), over σ̃, required ≥ 1.
+    r̃ → −1 with x + y > 0: all four vanish at r̃ = −1 and are bounded by (1+r̃)× the sup of their
+    r̃-derivatives (the same bound with the separations min over t ∈ [−1, r̃] of (y − t x),
+    (x − t y)).  Each value is the midpoint of its bracket, the estimate its half-width plus
+    rounding.
+    """
+    sig = math.sqrt(om * op)
+    if om <= op:
+        if x < y:
+            P, Sji, Sij, R, eP, eSji, eSij, eR, ok = _ramps_aligned(y, x, rt, om, op, phy, phx,
+                                                                    H0y, H1y, H2y, H0x, H1x, H2x)
+            return P, Sij, Sji, R, eP, eSij, eSji, eR, ok
+        cA = -((y - x) + max(om * x, 0.0)) / sig
+        cB = -((y - x) + max(-om * y, 0.0)) / sig
+        if not (cA >= 1.0 and cB >= 1.0):
+            return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False
+        pA = norm_pdf(cA)
+        pB = norm_pdf(cB)
+        Bs = min(phx * pA, phy * pB) / sig
+        Kb = om * Bs
+        b1 = om * phx * min(pA / cA, 0.5)
+        b2 = om * phy * min(pB / cB, 0.5)
+        dxy = x - y
+        P = H0x - 0.5 * Kb
+        s1 = H1x + dxy * H0x
+        Sij = s1 - om * phx + 0.5 * b1
+        Sji = H1x - 0.5 * b2
+        r1 = 2.0 * H2x + dxy * H1x
+        R = r1 - om * H0x + 0.5 * om * Kb
+        eP = 0.5 * Kb + 4.0 * _EPS * H0x
+        eSij = 0.5 * b1 + 6.0 * _EPS * (s1 + om * phx)
+        eSji = 0.5 * b2 + 4.0 * _EPS * H1x
+        eR = 0.5 * om * Kb + 6.0 * _EPS * (r1 + om * H0x)
+        return P, Sij, Sji, R, eP, eSij, eSji, eR, True
+    # r̃ → −1
+    cA = ((x + y) - max(op * x, 0.0)) / sig
+    cB = ((x + y) - max(op * y, 0.0)) / sig
+    if not (cA >= 1.0 and cB >= 1.0):
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False
+    pA = norm_pdf(cA)
+    pB = norm_pdf(cB)
+    Pb = op * min(phx * pA, phy * pB) / sig
+    b1 = op * phx * min(pA / cA, 0.5)
+    b2 = op * phy * min(pB / cB, 0.5)
+    Rb = op * Pb
+    return 0.5 * Pb, 0.5 * b1, 0.5 * b2, 0.5 * Rb, 0.5 * Pb, 0.5 * b1, 0.5 * b2, 0.5 * Rb, True
 
 
 # ------------------------------------------------------------- ramp–ramp, quadrature path
@@ -383,6 +616,16 @@ def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
 
 # --------------------------------------------------------------------------- one pair
 @jit
+def _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R, eP, eSij, eSji, eR,
+                r0i, r0j, r1i, r1j, rtol, atol):
+    """True if an estimated ramp error could exceed rtol·|moment| + atol·scale."""
+    return (abs(fC) * eR > rtol * abs(C + fC * R) + atol * r0i * r0j
+            or abs(fB) * eP > rtol * abs(B + fB * P) + atol * r1i * r1j
+            or abs(fDij) * eSij > rtol * abs(Dij + fDij * Sij) + atol * r1i * r0j
+            or abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i)
+
+
+@jit
 def _cond_mean(b, ah, rho, omr, opr):
     """b + ρ·ah (ah = α_j·Z₁ at the conditioning point Z₁ = −h_i), as b + ah − (1−ρ)ah for
     ρ ≥ 0 and b − ah + (1+ρ)ah for ρ < 0, so that ρ near ±1 adds no rounding."""
@@ -397,10 +640,10 @@ def _cond_sigma(p, q, mu, tau):
     if mu > 0.0:
         if tau == 0.0 or mu > _HBIG * tau:
             return (p + q) * mu
-        return (p + q) * mu + p * tau * norm_hh(mu / tau)[1]
+        return (p + q) * mu + p * tau * hh1_pos(mu / tau)
     if tau == 0.0 or -mu > _HBIG * tau:
         return q * mu
-    return q * mu + p * tau * norm_hh(-mu / tau)[1]
+    return q * mu + p * tau * hh1_pos(-mu / tau)
 
 
 @jit
@@ -447,18 +690,42 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
             rt = -rho
             om = opr
             op = omr
-        (P, Sij, Sji, R,
-         eP, eSij, eSji, eR) = _ramps_direct(xi, xj, rt, om, op, phi_, phj,
-                                            H0i, H1i, H2i, H0j, H1j, H2j)
         fC = Pi * Pj * ali * alj
         fB = Pi * Pj * ss
         fDij = Pi * si * Pj * alj
         fDji = Pj * sj * Pi * ali
+        # first choice: the Price form (|r̃| < 0.925; positive terms in the tails); while the
+        # estimated error is too large: the closed forms, the separated forms at |r̃| → 1, the
+        # checked Price form (0.925 ≤ r̃ < 1 − 1e−4), and the quadrature as the safety net
+        need = True
+        if om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
+            (P, Sij, Sji, R,
+             eP, eSij, eSji, eR) = _ramps_price(xi, xj, rt, phi_, phj, H0i, H1i, H0j, H1j)
+            need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
+                               eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
+        if need:
+            (P, Sij, Sji, R,
+             eP, eSij, eSji, eR) = _ramps_direct(xi, xj, rt, om, op, phi_, phj,
+                                                H0i, H1i, H2i, H0j, H1j, H2j)
         if om > 0.0 and op > 0.0:
-            need = (abs(fC) * eR > rtol * abs(C + fC * R) + atol * r0i * r0j
-                    or abs(fB) * eP > rtol * abs(B + fB * P) + atol * r1i * r1j
-                    or abs(fDij) * eSij > rtol * abs(Dij + fDij * Sij) + atol * r1i * r0j
-                    or abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i)
+            if need:
+                need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
+                                   eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
+            if need and (om < 1.0 - _PRICE_RMAX or op < 1.0 - _PRICE_RMAX):
+                (P2, Sij2, Sji2, R2, eP, eSij, eSji, eR,
+                 ok) = _ramps_aligned(xi, xj, rt, om, op, phi_, phj, H0i, H1i, H2i, H0j, H1j, H2j)
+                if ok and not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
+                                          eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
+                    P, Sij, Sji, R = P2, Sij2, Sji2, R2
+                    need = False
+            if need and rt > 0.0 and om < 1.0 - _PRICE_RMAX and om > _PRICE_OMMIN:
+                (P2, Sij2, Sji2, R2,
+                 eP, eSij, eSji, eR) = _ramps_price_checked(xi, xj, rt, phi_, phj,
+                                                            H0i, H1i, H0j, H1j)
+                if not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
+                                   eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
+                    P, Sij, Sji, R = P2, Sij2, Sji2, R2
+                    need = False
             if need:
                 if xi >= xj:
                     P, Sij, Sji, R = _ramps_quad(xi, xj, rt, om, op, phi_, qtol, maxint)

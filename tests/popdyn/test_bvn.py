@@ -22,7 +22,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from popdyn._paths import DATA
-from popdyn._kernels.bvn import _MILLS_STEP, _MILLS_TAB, bvn_cdf, mills3, norm_cdf, norm_hh, norm_pdf
+from popdyn._kernels.bvn import (_MILLS_STEP, _MILLS_TAB, bvn_cdf, hh1_pos, mills3, norm_cdf, norm_hh,
+                                 norm_pdf)
 
 EPS = 2.220446049250313e-16
 REFS = DATA / "refs" / "plmoments_refs.json"
@@ -211,6 +212,15 @@ def test_mills3_recurrences(w):
         assert abs(2 * t2 - (t0 - w * t1)) <= 64 * EPS * t0
         assert abs(t1 - (1 - w * t0)) <= 64 * EPS
     assert t0 <= 1 / w if w > 0 else True
+
+
+def test_hh1_pos_is_norm_hh():
+    """hh1_pos(w) is bit-identical to norm_hh(w)[1] for w ≥ 0 (table nodes and midpoints, the
+    switch to the continued fraction at w = 8, the asymptotic series beyond 1e4)."""
+    w = np.concatenate([np.linspace(0.0, 12.0, 4801), np.arange(65) * _MILLS_STEP + _MILLS_STEP / 2,
+                        [7.999999, 8.0, 8.000001, 9999.0, 1e4, 1.0001e4, 3e5]])
+    for v in w:
+        assert hh1_pos(float(v)) == norm_hh(float(v))[1], v
 
 
 # ------------------------------------------------------------------------------- bivariate

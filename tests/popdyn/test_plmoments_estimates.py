@@ -1,0 +1,149 @@
+"""The error estimates of the ramp–ramp evaluators of popdyn._kernels.plmoments are upper bounds.
+
+``_pair_moments`` chooses between the Price form (:func:`_ramps_price`, |r̃| < 0.925), the
+closed forms (:func:`_ramps_direct`), the separated-threshold forms at |r̃| → 1
+(:func:`_ramps_aligned`), the Price form with an a-posteriori rule check at
+0.925 ≤ r̃ < 1 − 1e−4 (:func:`_ramps_price_checked`) and the adaptive quadrature by comparing
+each evaluator's own error estimate with ``rtol``·|moment| + ``atol``·scale.  The choice is only
+sound if every estimate is at least the actual float error.  Here the four estimates are
+compared with the actual error against 40-digit mpmath references of the four canonical ramp
+moments
+
+    P̃ = P(Z₁>x, Z₂>y),  S̃ij = E[1{Z₁>x}(Z₂−y)₊],  S̃ji = E[(Z₁−x)₊1{Z₂>y}],  R̃ = E[(Z₁−x)₊(Z₂−y)₊]
+
+(key ``ramps`` of data/refs/plmoments_refs.json, computed by data/_precompute/plmoments_refs.py
+with pure mpmath): thresholds of units with biases ~α (x ∈ [−1, 3]) and ~3α (up to 9), one unit
+in the tail and one at its kink, correlations r = k/2³⁰ in (−0.93, 0.93) (exact binary 1 ∓ r)
+and 1 − |r| ∈ {2^−40 ≈ 1e−12, 2^−27, 2^−14, 2^−7, 0.075}, and nearly aligned units
+(1 − |r| ∈ [1e−4, 0.075]) with close thresholds in the tail, i.e. the configurations where the
+quadrature fallback used to trigger.  The per-unit inputs (φ(x), Hh_n(x)) are produced exactly
+as the kernel produces them.
+
+The Price, separated and checked-Price estimates are asserted to be upper bounds outright.  For
+the closed forms "upper bound" is asserted up to a slack far below the kernel's decision level:
+actual error ≤ estimate + 0.2·(RTOL·|value| + ATOL·scale), scale the RMS product of the two ramp
+factors (the Genz Φ₂ inside the closed forms is accurate to a few 1e−15 relative, its estimate is
+of that order, and values below ATOL·scale, e.g. 1e−221 at r̃ → −1, are accepted on the absolute
+floor).  Pinned cases (|r̃| ≈ 0.29, a sign change of the weight of S̃ inside [0, r̃]) guard
+against Genz's 6-point rule, which misses S̃ there by up to 7× the estimate.
+"""
+import json
+
+import mpmath as mp
+import numpy as np
+
+from popdyn._paths import DATA
+from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _ramps_aligned,
+                                      _ramps_direct, _ramps_price, _ramps_price_checked, _unit)
+
+REFS = DATA / "refs" / "plmoments_refs.json"
+NAMES = ("P", "Sij", "Sji", "R")
+SLACK = 0.2
+
+
+def _cases():
+    data = json.loads(REFS.read_text())["ramps"]
+    assert len(data) >= 100
+    for c in data:
+        om, op, sign = c["omr"], c["opr"], c["sign"]
+        rt = 1.0 - om if sign > 0 else op - 1.0
+        # the kernel's contract: r̃ within an ulp, 1 ∓ r̃ exact (the reference uses the latter)
+        assert abs((1.0 - rt) - om) <= 2.3e-16 and abs((1.0 + rt) - op) <= 2.3e-16
+        yield c["x"], c["y"], rt, om, op, [mp.mpf(v) for v in c["ref"]]
+
+
+def _unit_inputs(x):
+    """(φ(x), Hh₀(x), Hh₁(x), Hh₂(x)) as the kernel computes them for a relu unit with
+    α = 1, β = −x (canonical threshold x ≥ −1, not reflected)."""
+    u = _unit(1.0, 0.0, 1.0, -x)
+    assert u[2] == 1.0 and u[3] == x
+    return u[8], u[5], u[6], u[7]
+
+
+def _scales(ux, uy):
+    """RMS products of the ramp factors (1{Z>x}: √Hh₀(x); (Z−x)₊: √(2Hh₂(x))) of P̃, S̃ij, S̃ji, R̃."""
+    H0x, H2x = ux[1], ux[3]
+    H0y, H2y = uy[1], uy[3]
+    return (np.sqrt(H0x * H0y), np.sqrt(2 * H0x * H2y), np.sqrt(2 * H2x * H0y), 2 * np.sqrt(H2x * H2y))
+
+
+def _check(name, vals, ref, x, y, rt, sc, stats):
+    """err ≤ estimate (+ SLACK·(RTOL·|ref| + ATOL·scale) for the closed forms only: their
+    estimate may fall short of the error only far below the level at which the kernel decides,
+    RTOL·|moment| + ATOL·scale)."""
+    slack = SLACK if name == "direct" else 0.0
+    msgs = []
+    for k in range(4):
+        err = abs(mp.mpf(vals[k]) - ref[k])
+        est = vals[4 + k]
+        if not err <= est + slack * (RTOL * abs(ref[k]) + ATOL * sc[k]) + 1e-300:
+            msgs.append(f"{name} {NAMES[k]} x={x!r} y={y!r} rt={rt!r}: value={vals[k]!r} "
+                        f"ref={mp.nstr(ref[k], 17)} error={float(err):.3g} > estimate={est:.3g}")
+        stats.append(float(err / est) if est > 0 else 0.0)
+    return msgs
+
+
+def test_estimates_bound_actual_error():
+    msgs = []
+    ratios = []
+    n_price = n_direct = n_aligned = n_checked = 0
+    for x, y, rt, om, op, ref in _cases():
+        ux = _unit_inputs(x)
+        uy = _unit_inputs(y)
+        phx, H0x, H1x, H2x = ux
+        phy, H0y, H1y, H2y = uy
+        sc = _scales(ux, uy)
+        if abs(rt) < _PRICE_RMAX:
+            msgs += _check("price", _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y),
+                           ref, x, y, rt, sc, ratios)
+            n_price += 1
+        msgs += _check("direct", _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x,
+                                               H0y, H1y, H2y), ref, x, y, rt, sc, ratios)
+        n_direct += 1
+        if min(om, op) < 1.0 - _PRICE_RMAX:
+            v = _ramps_aligned(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y)
+            if v[8]:
+                msgs += _check("aligned", v, ref, x, y, rt, sc, ratios)
+                n_aligned += 1
+        if _PRICE_RMAX <= rt and om > _PRICE_OMMIN:
+            msgs += _check("price_checked", _ramps_price_checked(x, y, rt, phx, phy, H0x, H1x, H0y, H1y),
+                           ref, x, y, rt, sc, ratios)
+            n_checked += 1
+    assert n_price >= 80 and n_direct >= 150 and n_aligned >= 10 and n_checked >= 30
+    assert not msgs, "\n".join(msgs)
+
+
+def test_price_form_is_accepted_where_the_closed_forms_cancel():
+    """Not pessimistic: for r̃ ≥ 0 (every Price term positive) the Price estimate meets the
+    kernel's target (RTOL·|value| + ATOL·scale, with the ramps' own RMS scale, smaller than the
+    units' scale the kernel uses) also in the tails where the closed forms' estimate does not."""
+    n_tail = 0
+    for x, y, rt, om, op, ref in _cases():
+        if not (0.0 <= rt < _PRICE_RMAX and min(x, y) >= 0.0):
+            continue
+        ux = _unit_inputs(x)
+        uy = _unit_inputs(y)
+        phx, H0x, H1x, H2x = ux
+        phy, H0y, H1y, H2y = uy
+        sc = _scales(ux, uy)
+        v = _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y)
+        for k in range(4):
+            assert v[4 + k] <= RTOL * abs(v[k]) + ATOL * sc[k], (x, y, rt, NAMES[k], v[4 + k] / abs(v[k]))
+        d = _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y)
+        if any(d[4 + k] > RTOL * abs(d[k]) + ATOL * sc[k] for k in range(4)):
+            n_tail += 1
+    assert n_tail >= 5      # the references do cover the cases the closed forms cannot serve
+
+
+def test_price_equals_closed_form_in_the_bulk():
+    """Two independent formulas agree where neither cancels (no mpmath needed)."""
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        x, y = rng.uniform(-1, 1.5, 2)
+        rt = rng.uniform(-0.92, 0.92)
+        phx, H0x, H1x, H2x = _unit_inputs(x)
+        phy, H0y, H1y, H2y = _unit_inputs(y)
+        a = _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y)
+        b = _ramps_direct(x, y, rt, 1.0 - rt, 1.0 + rt, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y)
+        for k in range(4):
+            assert abs(a[k] - b[k]) <= a[4 + k] + b[4 + k] + 1e-300, (x, y, rt, k, a[k], b[k])
