@@ -94,7 +94,14 @@ def cmd_run(args) -> int:
         from proofs_checks.plateau_alignment import check_store, family_config, in_family
 
         st = Store(store_dir, create=False)
-        if not any(in_family(st.record(k), 0.05) for k in res["keys"]):
+        students = [cfg["student"]] + [s.get("student", {}) for s in cfg.get("settings", [])]
+        swiglu = any(_config.is_swiglu({**cfg["student"], **t}) for t in students)
+        if swiglu:
+            # the theorem concerns ReLU / leaky-ReLU students: a family cohort "with the same
+            # student" does not exist, so the SwiGLU runs are reported as controls only
+            print("  plateau_alignment: the theorem's family has ReLU / leaky-ReLU students; "
+                  "this config's SwiGLU runs are reported as controls (no cohort added)")
+        elif not any(in_family(st.record(k), 0.05) for k in res["keys"]):
             # the theorem's declared family on the same student, initialization, integrator and
             # seeds: the check then has claims to decide, the config's runs are its controls
             fam = family_config(base=cfg)

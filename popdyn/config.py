@@ -12,12 +12,13 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
 
     name = "smoke"                      # optional label of the sweep
     [teacher]                           # or [[teachers]] (a list); each may carry a `label`
-    kind = "additive"                   # "additive" | "network" | "gated"
+    kind = "additive"                   # "additive" (default) | "network" | "gated"
     normalize = false                   # true: rescale to unit variance (explicit option)
-    gate = "gelu"                       (gated: y = κ F(u_1·x)(u_2·x); id, gelu, tanh, relu, rotation)
     link = "h2"; rank = 2; kappa = [...]; U = [[...]]          (additive)
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
+    gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
     [student]   d, m, activation, negative_slope, bias, intercept, scaling
+                activation = "swiglu": d, m, intercept only   (SwiGLU student)
     [init]      scale, seeds (list or {start, count}), fit_intercept
     [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
                 eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode
@@ -27,6 +28,23 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     [store]     checkpoint_every                     (updates between resumable checkpoints)
     [[settings]] label = "..."; and any of student / init / train / schedule / diagnostics
                  as inline tables of overrides, e.g.  train = { lr = 0.1 }
+
+Teacher subspaces.  ``U`` gives the teacher directions as orthonormal rows; without it the
+directions are the first coordinate axes: ``rank`` of them for additive teachers (default 1),
+two for gated ones (u_1 = e_1 the gate axis, u_2 = e_2 the value axis; ``rank`` may be given
+and must then be 2).  Gated teachers are y = κ·F(u_1·x)(u_2·x) with ``gate`` F in id, gelu,
+tanh, relu, or ``rotation`` (the bilinear rotation control), see :meth:`popdyn.Teacher.gated`;
+``kappa`` is a single number there (default 1).
+
+SwiGLU students.  ``activation = "swiglu"`` builds :class:`popdyn.SwiGLUStudent` (f(x) =
+Σ_j a_j SiLU(g_j·x)(v_j·x) + c, intercept fitted exactly when ``intercept = true``, the
+default); it takes only ``d``, ``m`` and ``intercept`` -- the relu-family keys
+``negative_slope``, ``bias`` and ``scaling`` raise a ``ConfigError`` naming them.  For SwiGLU the
+refit kinds are ``unrestricted``, ``same_budget`` and ``bounded`` (``projected`` is rejected),
+``[train] head_lr_mult`` is the paper's head-rate multiplier, ``bias_lr_mult`` /
+``intercept_lr_mult`` are unused, and the diagnostics' geometry is the gate geometry.
+Certification (:mod:`certify`) covers the loss and the AGOP alignment of SwiGLU students; their
+refit risks are recorded as not certified (``refit_<kind>_error``), never as a bracket.
 
 References
 ----------
@@ -46,6 +64,14 @@ import numpy as np
 from .dynamics import Schedule
 from .models import Student
 from .teachers import Teacher
+
+#: [student] keys of a SwiGLU student (``activation = "swiglu"``)
+SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept")
+#: teacher kinds and the keys that belong to one kind only
+TEACHER_KINDS = ("additive", "network", "gated")
+GATES = ("id", "gelu", "tanh", "relu", "rotation")
+_KIND_ONLY = {"link": "additive", "basis": "additive", "activation": "network",
+              "negative_slope": "network", "V": "network", "bias": "network", "gate": "gated"}
 
 TEACHER_KEYS = {"label", "kind", "link", "rank", "kappa", "activation", "negative_slope", "V",
                 "U", "bias", "basis", "gate", "normalize"}
@@ -179,8 +205,38 @@ def load(path) -> dict:
     return loads(text, source=str(path))
 
 
-def build_student(cfg: dict) -> Student:
-    return Student(**cfg["student"])
+def make_student(table: dict):
+    """The student of a ``[student]`` table: :class:`popdyn.Student`, or
+    :class:`popdyn.SwiGLUStudent` for ``activation = "swiglu"`` (keys d, m, intercept only)."""
+    t = dict(table)
+    if t.get("activation") == "swiglu":
+        extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
+        if extra:
+            raise ConfigError(
+                f"[student] activation = 'swiglu' takes only d, m and intercept; {extra} "
+                "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
+                "(v_j·x) + c has no biases, no negative slope and standard scaling): remove "
+                + ("it" if len(extra) == 1 else "them"))
+        from .swiglu import SwiGLUStudent
+        t.pop("activation")
+        return SwiGLUStudent(**t)
+    try:
+        return Student(**t)
+    except ValueError as exc:
+        if "activation" in str(exc) and isinstance(t.get("activation"), str):
+            close = difflib.get_close_matches(t["activation"], ["swiglu"], n=1, cutoff=0.7)
+            if close:
+                raise ValueError(f"{exc} (or 'swiglu' for a SwiGLU student)") from None
+        raise
+
+
+def is_swiglu(student_table: dict) -> bool:
+    """True when a ``[student]`` table declares a SwiGLU student."""
+    return student_table.get("activation") == "swiglu"
+
+
+def build_student(cfg: dict):
+    return make_student(cfg["student"])
 
 
 def build_teacher(cfg: dict, d: int) -> Teacher:
@@ -200,33 +256,61 @@ def teacher_from_table(table: dict, d: int) -> Teacher:
     return T.normalized() if norm else T
 
 
+def _rank(t: dict, d: int, default: int) -> int:
+    r = t.pop("rank", default)
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= r <= d:
+        raise ConfigError(f"[teacher] rank must be an int in 1..d = {d}, got {r!r}")
+    return int(r)
+
+
 def _teacher(t: dict, d: int) -> Teacher:
     t.pop("label", None)
     kind = t.pop("kind", "additive")
+    if kind not in TEACHER_KINDS:
+        close = difflib.get_close_matches(str(kind), TEACHER_KINDS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"[teacher] kind must be 'additive', 'network' or 'gated', got "
+                          f"{kind!r}.{hint}")
+    foreign = sorted(k for k in t if k in _KIND_ONLY and _KIND_ONLY[k] != kind)
+    if foreign:
+        raise ConfigError(f"[teacher] kind = {kind!r} does not take "
+                          + ", ".join(f"`{k}` (kind = {_KIND_ONLY[k]!r})" for k in foreign))
     if kind == "gated":
-        if not hasattr(Teacher, "gated"):
-            raise ConfigError("[teacher] kind = 'gated' needs a popdyn with Teacher.gated")
         if "gate" not in t:
             raise ConfigError("[teacher] kind = 'gated' needs `gate` (id, gelu, tanh, relu, rotation)")
-        U = np.array(t["U"], dtype=float) if "U" in t else np.eye(d)[:2]
-        return Teacher.gated(t["gate"], U, t.get("kappa", 1.0))
+        gate = t.pop("gate")
+        if gate not in GATES:
+            close = difflib.get_close_matches(str(gate), GATES, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"[teacher] unknown gate {gate!r}; valid: {list(GATES)}.{hint}")
+        if "U" in t:
+            U = np.array(t.pop("U"), dtype=float)
+            if "rank" in t:
+                r = _rank(t, d, 2)
+                if U.ndim != 2 or U.shape[0] != r:
+                    rows = U.shape[0] if U.ndim else 0
+                    raise ConfigError(f"[teacher] rank = {r} does not match the {rows} rows of U")
+        else:
+            if d < 2:
+                raise ConfigError(f"[teacher] kind = 'gated' needs d >= 2, got d = {d}")
+            r = _rank(t, d, 2)
+            if r != 2:
+                raise ConfigError(f"[teacher] kind = 'gated' has rank 2 (u_1 the gate axis, u_2 the "
+                                  f"value axis), got rank = {r}")
+            U = np.eye(d)[:2]
+        return Teacher.gated(gate, U, t.get("kappa", 1.0))
     if kind == "additive":
         if "U" in t:
             U = np.array(t.pop("U"), dtype=float)
         else:
-            r = t.pop("rank", 1)
-            if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= r <= d:
-                raise ConfigError(f"[teacher] rank must be an int in 1..d = {d}, got {r!r}")
-            U = np.eye(d)[:int(r)]
+            U = np.eye(d)[:_rank(t, d, 1)]
         t.pop("basis", None)
         return Teacher.additive(t.get("link", "h2"), U, t.get("kappa"))
-    if kind == "network":
-        for k in ("activation", "V", "U"):
-            if k not in t:
-                raise ConfigError(f"[teacher] kind = 'network' needs `{k}`")
-        return Teacher.network(t["activation"], t["V"], t["U"], t.get("bias"),
-                               negative_slope=t.get("negative_slope", 0.01))
-    raise ConfigError(f"[teacher] kind must be 'additive', 'network' or 'gated', got {kind!r}")
+    for k in ("activation", "V", "U"):
+        if k not in t:
+            raise ConfigError(f"[teacher] kind = 'network' needs `{k}`")
+    return Teacher.network(t["activation"], t["V"], t["U"], t.get("bias"),
+                           negative_slope=t.get("negative_slope", 0.01))
 
 
 def teacher_label(table: dict) -> str:
@@ -238,7 +322,9 @@ def teacher_label(table: dict) -> str:
     if table.get("kind", "additive") == "additive":
         r = table.get("rank", len(table["U"]) if "U" in table else 1)
         return f"{table.get('link', 'h2')} r={r}"
-    return f"{table['activation']} network k={len(table['V'])}"
+    if table.get("kind") == "network" and "activation" in table and "V" in table:
+        return f"{table['activation']} network k={len(table['V'])}"
+    return f"{table.get('kind', '?')} teacher"
 
 
 def train_kwargs(cfg: dict) -> dict:
@@ -294,7 +380,9 @@ def expand(cfg: dict) -> list:
         sec = _merged(cfg, setting)
         where = f"setting {slabels[si]!r}" if "settings" in cfg else "the config"
         try:
-            student = Student(**sec["student"])
+            student = make_student(sec["student"])
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (in {where})") from None
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"[student] in {where}: {exc}") from None
         init = dict(sec["init"])
@@ -321,6 +409,12 @@ def expand(cfg: dict) -> list:
                     hint = f" Did you mean {close[0]!r}?" if close else ""
                     raise ConfigError(f"[diagnostics] {k}: unknown refit kind {kind!r}; valid: "
                                       f"{list(KINDS)}.{hint}")
+        if is_swiglu(sec["student"]):
+            from .diagnostics.record import SWIGLU_KINDS
+            bad = [k for k in diag["kinds"] if k not in SWIGLU_KINDS]
+            if bad:
+                raise ConfigError(f"[diagnostics] kinds {bad} are not defined for SwiGLU students "
+                                  f"(in {where}); use {list(SWIGLU_KINDS)}")
         for k in ("geometry", "certify"):
             if not isinstance(diag[k], bool):
                 raise ConfigError(f"[diagnostics] {k} must be true or false, got {diag[k]!r}")

@@ -116,7 +116,6 @@ def _gh_rule(K: int):
 
 
 _GH_ALPHA = 3.0     # Gauss–Hermite for gates up to this norm, composite Gauss–Legendre beyond
-_N_HINT = {}        # last order used per α-bucket and criterion (warm start of the adaptive order)
 
 
 def _bucket(a: float) -> int:
@@ -288,8 +287,9 @@ def silu_coefficients(al, *, seq_tol=_SEQ_TOL, pair_tol=_PAIR_TOL, nmin: int = _
 
     SiLU is analytic in the strip |Im t| < π, so the coefficients decay like exp(−π√(2n)/α)
     (the higher derivatives later: T^{(p)}_n ~ n^{p/2} T^{(0)}_n / α^p).  With r_p the largest
-    ratio (last eight coefficients)/(sequence norm) over the units, the order grows by 1.5× from
-    ``nmin`` until
+    ratio (last eight coefficients)/(sequence norm) over the units, the order grows by 1.5×
+    from a start level set by α_max alone (≈ 126α², at least ``nmin``; never by earlier calls,
+    so results do not depend on the process's history) until
 
     * pair sums (the Mehler moments M^{pq}, pairs 00, 11, 22, 20, 31, 40): r_p·r_q ≤ ``pair_tol``
       (their truncation error is below that fraction of ‖T^{(p)}‖‖T^{(q)}‖);
@@ -304,15 +304,17 @@ def silu_coefficients(al, *, seq_tol=_SEQ_TOL, pair_tol=_PAIR_TOL, nmin: int = _
     m = al.shape[0]
     amax = float(al.max()) if m else 0.0
     bk = _bucket(amax)
-    hint_key = (bk, seq_tol, pair_tol, nmin, n_enough)
-    N = max(nmin, _N_HINT.get(hint_key, nmin))
+    # The starting level is a function of α_max only (the orders needed grow like ~150α²;
+    # start just below): a warm start from an order used earlier in the process would make the
+    # quadrature (and the last bits of every moment) depend on the process's history -- a seed
+    # must give the same numbers on every worker.
+    N = min(nmax, max(nmin, 8 * int(0.9 * 140.0 * amax * amax / 8.0)))
     while True:
         T, K = _silu_level(al, N, amax, bk)
         cut = _smallest_order(T, nmin, seq_tol, pair_tol, K, n_enough)
         if cut is not None or N >= nmax:
             if cut is None:
                 return T, N, False
-            _N_HINT[hint_key] = cut
             return np.ascontiguousarray(T[:, :, :cut + 1]), cut, True
         N = min(nmax, int(np.ceil(1.5 * N / 8.0)) * 8)
 

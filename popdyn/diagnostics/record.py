@@ -5,6 +5,20 @@ from them the AGOP, its alignment with the teacher subspace and the refit risks;
 refit needs one more moment evaluation at the snapped weights.  :func:`recorder` returns the
 callable that :func:`popdyn.train` calls at every snapshot; its flat dict of scalars is stored in
 ``Trajectory.records``, so a stored diagnostic is read back (:func:`series`) and never recomputed.
+
+The moments come from the same code paths as the public functions (dispatch of
+:func:`popdyn.objective._extension`):
+
+* ordinary students against additive / network teachers: :mod:`popdyn._moments`;
+* ordinary students against multi-index (gated) teachers: :func:`popdyn.multi_index.refit_moments`
+  (the moments behind ``population_loss`` / ``refit_risk`` for those teachers; every refit kind,
+  the projected one included, and the neuron geometry work unchanged);
+* SwiGLU students (:class:`popdyn.SwiGLUStudent`, any teacher): one evaluation of
+  :func:`popdyn.swiglu.moments` gives the AGOP (:func:`popdyn.swiglu.agop_from_moments`) and the
+  refit problem of :func:`popdyn.swiglu.refit_risk` (kinds ``unrestricted``, ``same_budget``,
+  ``bounded``; ``projected`` is not defined for SwiGLU and raises ``ValueError``); the geometry
+  is the gate geometry (:func:`popdyn.diagnostics.gate_geometry`: effective gate / value angles
+  and thresholded gate–axis counts) instead of neuron angle histograms.
 """
 from __future__ import annotations
 
@@ -15,8 +29,12 @@ import numpy as np
 from .. import _validate as V
 from .agop import agop_from_moments
 from .alignment import Alignment, alignment, check_subspace
+from .gates import GateGeometry, gate_geometry
 from .geometry import NeuronGeometry, neuron_geometry, snap_to_axes, teacher_frame
-from .refit import KINDS, _check_budget, _problem_from, _refit
+from .refit import KINDS, _EPS, RefitProblem, _check_budget, _problem_from, _refit
+
+#: refit kinds defined for SwiGLU students (``projected`` snaps ridge weights: not defined)
+SWIGLU_KINDS = ("unrestricted", "same_budget", "bounded")
 
 
 @dataclass(frozen=True)
@@ -28,7 +46,8 @@ class Diagnostics:
     agop : ndarray (d, d)
     alignment : Alignment
     refits : dict of str → Refit
-    geometry : NeuronGeometry or None
+    geometry : NeuronGeometry, GateGeometry or None
+        Neuron geometry (ordinary students) or gate geometry (SwiGLU students).
     variance : float
         V_Y.
     """
@@ -45,13 +64,18 @@ class Diagnostics:
         ``refit_<kind>_lower``, ``refit_<kind>_status``; ``refit_<kind>_budget`` for ball solves,
         ``refit_<kind>_rank``, ``_cutoff`` and ``_discarded`` for cutoff solves), the AGOP eigenvalues λ_1..λ_{r+1} (``agop_top``), and with
         geometry the importance-weighted 5° histograms (``hist_subspace``, ``hist_axis``) and
-        mean angles."""
+        mean angles -- or, for SwiGLU students, the gate geometry scalars
+        (:meth:`GateGeometry.as_dict`: ``gate_weighted_angle``, ``gate_median_angle``,
+        ``value_weighted_angle``, ``value_median_angle``, ``frac_gates_near_axis``,
+        ``frac_axes_covered``)."""
         rec = dict(self.alignment.as_dict())
         al = self.alignment
         rec["agop_top"] = al.eigenvalues[:min(al.r + 1, al.d)].tolist()
         for kind, rf in self.refits.items():
             rec.update(rf.as_dict(f"refit_{kind}"))
-        if self.geometry is not None:
+        if isinstance(self.geometry, GateGeometry):
+            rec.update(self.geometry.as_dict())
+        elif self.geometry is not None:
             g = self.geometry
             rec["hist_subspace"] = g.histogram("subspace")[0].tolist()
             rec["hist_axis"] = g.histogram("axis")[0].tolist()
@@ -110,21 +134,37 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     budget : float, optional
         B for ``bounded`` (required) and ``projected`` (optional ball refit after snapping).
     geometry : bool
-        Also compute the neuron geometry.
+        Also compute the neuron geometry (the gate geometry for SwiGLU students).
     rcond, equilibrate, rtol
         As in :func:`popdyn.diagnostics.refit_risk`.
+
+    Notes
+    -----
+    SwiGLU students and multi-index (gated) teachers are supported (module docstring); for
+    SwiGLU the kind ``projected`` raises ``ValueError``.
 
     References
     ----------
     Seed paper 003, Figures 1–2 (alignment, refit and geometry rows); DESIGN §5.
     """
-    from .._moments import moments
-    from ..objective import _check
+    from .._moments import moments as _engine
+    from ..objective import _check, _extension
 
+    ext = _extension(student, teacher)
+    if ext is not None and ext.__name__.endswith("swiglu"):
+        return _diagnose_swiglu(ext, student, params, teacher, U=U, kinds=kinds, budget=budget,
+                                geometry=geometry, rcond=rcond, equilibrate=equilibrate,
+                                rtol=rtol, _checked=_checked)
     if not _checked:
         _check(student, params, teacher)
         kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
         rtol = V.real("rtol", rtol, positive=True)
+    if ext is None:
+        def moments(student, params, teacher, *, rtol, grad):
+            return _engine(student, params, teacher, rtol=rtol, grad=grad)
+    else:                        # multi-index (gated) teacher, ordinary student: C, B, μ0, Ct
+        def moments(student, params, teacher, *, rtol, grad):
+            return ext.refit_moments(student, params, teacher, rtol)
     frame = teacher if U is None else U
     S, axes = teacher_frame(frame, student.d)
     M = moments(student, params, teacher, rtol=rtol, grad=False)
@@ -145,6 +185,52 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
              "same_budget": float(np.linalg.norm(params.a))}[kind]
         refits[kind] = _refit(prob, kind, b, rcond=rcond, equilibrate=equilibrate, params=params)
     geo = neuron_geometry(params, S, axes=axes) if geometry else None
+    return Diagnostics(A, al, refits, geo, float(teacher.variance))
+
+
+def _swiglu_problem(Mo, teacher) -> RefitProblem:
+    """The frozen-feature refit problem of a SwiGLU state from its moments (the same
+    construction as :func:`popdyn.swiglu.refit_risk`: features φ_j = SiLU(g_j·x)(v_j·x))."""
+    ey = teacher.mean
+    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
+    Gm = 0.5 * (Gm + Gm.T)
+    g = Mo.Yphi - Mo.phibar * ey
+    dropped = np.diag(Gm) <= 32.0 * _EPS * np.abs(np.diag(Mo.Phi))
+    if np.any(dropped):
+        Gm[dropped, :] = 0.0
+        Gm[:, dropped] = 0.0
+        g = np.where(dropped, 0.0, g)
+    return RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
+
+
+def _check_swiglu_kinds(kinds):
+    bad = [k for k in kinds if k not in SWIGLU_KINDS]
+    if bad:
+        raise ValueError(f"refit kind(s) {bad} are not defined for SwiGLU students; use "
+                         f"{list(SWIGLU_KINDS)}")
+
+
+def _diagnose_swiglu(sw, student, params, teacher, *, U, kinds, budget, geometry, rcond,
+                     equilibrate, rtol, _checked):
+    """:func:`diagnose` for a SwiGLU student: one moment evaluation for AGOP and refits."""
+    if not _checked:
+        sw._check(student, params, teacher)
+        kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
+        V.real("rtol", rtol, positive=True)
+    _check_swiglu_kinds(kinds)
+    frame = teacher if U is None else U
+    S, axes = teacher_frame(frame, student.d)
+    Mo = sw.moments(student, params, teacher)
+    A = sw.agop_from_moments(params, Mo)
+    al = alignment(A, S)
+    refits = {}
+    prob = _swiglu_problem(Mo, teacher) if kinds else None
+    for kind in kinds:
+        b = {"unrestricted": None, "bounded": budget,
+             "same_budget": float(np.linalg.norm(params.a))}[kind]
+        refits[kind] = _refit(prob, kind, b, rcond=rcond, equilibrate=bool(equilibrate),
+                              params=params)
+    geo = gate_geometry(params, S, axes=axes) if geometry else None
     return Diagnostics(A, al, refits, geo, float(teacher.variance))
 
 

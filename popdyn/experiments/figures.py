@@ -7,7 +7,10 @@ One column per (setting, teacher) cohort, four rows (seed paper 003, Figures 1 a
    A_top (dash-dotted);
 3. refit risks in units of V_Y, one line style per recorded kind;
 4. neuron angle to the teacher subspace: importance-weighted 5° histograms, normalized per seed
-   and averaged over the seeds (colour = mean importance share).
+   and averaged over the seeds (colour = mean importance share); for SwiGLU students (whose
+   records hold the gate geometry instead) the effective gate angles from the weighted (solid)
+   and median (dashed) squared-cosine scores and the weighted value angle (dotted), in degrees,
+   as means and bands over seeds like rows 2–3 (seed paper 003, Figures 4 and 18).
 
 Horizontal axis: log(1 + n/100) with ticks labelled in updates n (early time expanded,
 initialization and the whole run visible), or the flow time t (``x="time"``).  Solid curves are
@@ -18,6 +21,8 @@ all seeds (the minimum of the runs' δ-prefix endpoints).  Bands show seed varia
 confidence intervals.  Rendering uses the Agg canvas directly (no pyplot, no global backend).
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -51,7 +56,8 @@ def _band(ax, x, Y, color, label=None):
     Y = np.asarray(Y, dtype=float)
     if Y.ndim != 2 or Y.shape[1] == 0:
         return
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # all-NaN columns stay NaN
         lo = np.nanpercentile(Y, 10, axis=0)
         hi = np.nanpercentile(Y, 90, axis=0)
         mu = np.nanmean(Y, axis=0)
@@ -96,6 +102,9 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
     axes = fig.subplots(4, ncol, squeeze=False, sharex="col")
     colors = {"a_min": "#1b7f79", "a_mean": "#1b7f79", "a_top": "#1b7f79"}
     rcol = ["#6a3d9a", "#b15928", "#33a02c", "#e31a1c"]
+    gcol = {"gate_weighted_angle": "#8c510a", "gate_median_angle": "#8c510a",
+            "value_weighted_angle": "#01665e"}
+    gate_rows = [False] * ncol
     for j, (setting, label, recs) in enumerate(gs):
         runs = [(r, st.arrays(r["key"])) for r in recs]
         title = label if setting == "default" else f"{label} · {setting}"
@@ -168,9 +177,29 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
                 Y = [np.interp(tgrid, a["snap_t"], _series(r["records"], key)) for r, a in runs]
                 gx = tgrid
             _band(ax, gx, Y, col, label=key[len("refit_"):].replace("_", "-"))
-        # 4: angle heatmap
+        # 4: angle heatmap (ordinary students) or gate angles (SwiGLU)
         ax = axes[3, j]
-        if "hist_subspace" in recs[0]["records"][0] and common:
+        if "hist_subspace" not in recs[0]["records"][0] and \
+                "gate_weighted_angle" in recs[0]["records"][0]:
+            gate_rows[j] = True
+            for key, ls, lab in (("gate_weighted_angle", "-", "gate (weighted)"),
+                                 ("gate_median_angle", "--", "gate (median)"),
+                                 ("value_weighted_angle", ":", "value (weighted)")):
+                col = gcol[key]
+                for r, a in runs:
+                    ax.plot(X(a["snap_n"], a["snap_t"]), _series(r["records"], key), color=col,
+                            lw=0.4, alpha=0.3, ls=ls)
+                if x == "log_updates":
+                    Y = [on_common(r, a, key) for r, a in runs]
+                    gx = xgrid()
+                else:
+                    Y = [np.interp(tgrid, a["snap_t"], _series(r["records"], key)) for r, a in runs]
+                    gx = tgrid
+                _band(ax, gx, Y, col, label=lab)
+                ax.lines[-1].set_linestyle(ls)
+            ax.set_ylim(0, 90)
+            ax.legend(fontsize=7, loc="upper right", frameon=False)
+        elif "hist_subspace" in recs[0]["records"][0] and common:
             H = []
             for r, a in runs:
                 idx = {int(n): i for i, n in enumerate(a["snap_n"])}
@@ -206,7 +235,11 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
     axes[0, 0].set_ylabel("loss / V_Y", fontsize=8)
     axes[1, 0].set_ylabel("AGOP alignment", fontsize=8)
     axes[2, 0].set_ylabel("refit risk / V_Y", fontsize=8)
-    axes[3, 0].set_ylabel("angle to subspace (°)", fontsize=8)
+    for j in range(ncol):
+        if gate_rows[j]:
+            axes[3, j].set_ylabel("effective angle to subspace (°)", fontsize=8)
+        elif j == 0:
+            axes[3, 0].set_ylabel("angle to subspace (°)", fontsize=8)
     axes[1, 0].legend(fontsize=7, loc="lower right", frameon=False)
     axes[2, 0].legend(fontsize=7, loc="upper right", frameon=False)
     fig.suptitle("means and 10–90% bands over seeds (shared support); thin lines: every seed; "

@@ -20,6 +20,16 @@ the checkpoints init / P (last diagnostic inside the prefix) / final, and — un
 ``[diagnostics] certify = false`` — certified brackets (:mod:`certify`) of the AGOP alignment
 and of the ``certify_kinds`` refit risks at init and at P.
 
+SwiGLU students (``[student] activation = "swiglu"``) are stored with their own parameter
+arrays ``a, G, V, c`` (gates and values) in place of ``a, W, b, c``; their snapshots are
+recorded at the exactly fitted intercept.  What :mod:`certify` supports for them is certified:
+the AGOP alignment (``certify.alignment``) and the loss (``certify.loss``, stored as
+``loss``: the normalized MSE bracket; rigorous for additive polynomial-link teachers,
+numerical otherwise, as its provenance says).  ``certify.refit_risk`` covers neither SwiGLU
+students nor multi-index (gated) teachers, so there the ``certify_kinds`` are recorded as
+``refit_<kind>_error`` (absent, never a bracket); the alignment of an ordinary student against a
+gated teacher is certified as usual (it depends on the teacher only through its subspace).
+
 References
 ----------
 Seed paper 003: Tables 2–4 (plateau endpoint P, endpoint changes), Table 1 (brackets with
@@ -52,12 +62,11 @@ def _identity(spec: dict) -> dict:
 
 def build(spec: dict):
     """(student, teacher, initial params, train kwargs, schedule, recorder) of a run spec."""
-    from ..config import teacher_from_table
+    from ..config import make_student, teacher_from_table
     from ..diagnostics import recorder
     from ..dynamics import Schedule
-    from ..models import Student
 
-    student = Student(**spec["student"])
+    student = make_student(spec["student"])
     teacher = teacher_from_table(spec["teacher"], student.d)
     init = spec["init"]
     p0 = student.init(init["seed"], init["scale"],
@@ -82,14 +91,39 @@ def _defaults(train: dict) -> dict:
     return out
 
 
+#: stored parameter arrays: ordinary students (a, W, b, c), SwiGLU students (a, G, V, c)
+ORDINARY_FIELDS = ("a", "W", "b", "c")
+SWIGLU_FIELDS = ("a", "G", "V", "c")
+
+
+def param_fields(student) -> tuple:
+    """The names of the stored parameter arrays of ``student``'s family."""
+    return SWIGLU_FIELDS if getattr(student, "activation", None) == "swiglu" else ORDINARY_FIELDS
+
+
+def params_from(student, arrays, i=None, prefix=""):
+    """Params (or SwiGLUParams) from stored arrays (snapshot ``i``, or the ``p_*`` state)."""
+    f = param_fields(student)
+    vals = [arrays[prefix + k] if i is None else arrays[prefix + k][i] for k in f]
+    if f == SWIGLU_FIELDS:
+        from ..swiglu import SwiGLUParams
+        return SwiGLUParams(vals[0], vals[1], vals[2], float(vals[3]))
+    from ..models import Params
+    return Params(vals[0], vals[1], vals[2], float(vals[3]))
+
+
 def _params_arrays(p):
+    if hasattr(p, "G"):
+        return {"a": p.a, "G": p.G, "V": p.V, "c": np.array(p.c)}
     return {"a": p.a, "W": p.W, "b": p.b, "c": np.array(p.c)}
 
 
 class _Acc:
-    """Accumulated trajectory (global clocks)."""
+    """Accumulated trajectory (global clocks).  The per-neuron arrays are named by ``fields``
+    (a, W, b for ordinary students; a, G, V for SwiGLU); the attribute names stay a, W, b."""
 
-    def __init__(self):
+    def __init__(self, fields=ORDINARY_FIELDS):
+        self.fields = tuple(fields)
         self.n, self.t, self.loss = [], [], []
         self.snap_n, self.snap_t, self.a, self.W, self.b, self.c = [], [], [], [], [], []
         self.records = []
@@ -100,30 +134,34 @@ class _Acc:
         self.t.extend((tr.t[s:] + t0).tolist())
         self.loss.extend(tr.loss[s:].tolist())
         ss = 0 if first else 1
+        fa, fW, fb, fc = self.fields
         for i in range(ss, len(tr.snap_n)):
             self.snap_n.append(int(tr.snap_n[i] + n0))
             self.snap_t.append(float(tr.snap_t[i] + t0))
-            self.a.append(tr.snapshots["a"][i]); self.W.append(tr.snapshots["W"][i])
-            self.b.append(tr.snapshots["b"][i]); self.c.append(float(tr.snapshots["c"][i]))
+            self.a.append(tr.snapshots[fa][i]); self.W.append(tr.snapshots[fW][i])
+            self.b.append(tr.snapshots[fb][i]); self.c.append(float(tr.snapshots[fc][i]))
             self.records.append(tr.records[i])
 
     def arrays(self, m, d):
+        fa, fW, fb, fc = self.fields
+        shape_b = (-1, m, d) if fb == "V" else (-1, m)
         return {"n": np.array(self.n, dtype=np.int64), "t": np.array(self.t, dtype=np.float64),
                 "loss": np.array(self.loss, dtype=np.float64),
                 "snap_n": np.array(self.snap_n, dtype=np.int64),
                 "snap_t": np.array(self.snap_t, dtype=np.float64),
-                "a": np.array(self.a, dtype=np.float64).reshape(-1, m),
-                "W": np.array(self.W, dtype=np.float64).reshape(-1, m, d),
-                "b": np.array(self.b, dtype=np.float64).reshape(-1, m),
-                "c": np.array(self.c, dtype=np.float64)}
+                fa: np.array(self.a, dtype=np.float64).reshape(-1, m),
+                fW: np.array(self.W, dtype=np.float64).reshape(-1, m, d),
+                fb: np.array(self.b, dtype=np.float64).reshape(shape_b),
+                fc: np.array(self.c, dtype=np.float64)}
 
     @classmethod
-    def from_arrays(cls, arrs, records):
-        acc = cls()
+    def from_arrays(cls, arrs, records, fields=ORDINARY_FIELDS):
+        acc = cls(fields)
+        fa, fW, fb, fc = acc.fields
         acc.n = arrs["n"].tolist(); acc.t = arrs["t"].tolist(); acc.loss = arrs["loss"].tolist()
         acc.snap_n = arrs["snap_n"].tolist(); acc.snap_t = arrs["snap_t"].tolist()
-        acc.a = list(arrs["a"]); acc.W = list(arrs["W"]); acc.b = list(arrs["b"])
-        acc.c = arrs["c"].tolist()
+        acc.a = list(arrs[fa]); acc.W = list(arrs[fW]); acc.b = list(arrs[fb])
+        acc.c = arrs[fc].tolist()
         acc.records = records
         return acc
 
@@ -156,7 +194,6 @@ def run_one(spec: dict, store_root: str, *, _stop_after_segments: int | None = N
 def _run_one(spec, store_root, _stop_after_segments):
     from ..dynamics import Schedule
     from ..dynamics import train as _train
-    from ..models import Params
 
     store = Store(store_root)
     key = spec_key(spec)
@@ -171,15 +208,19 @@ def _run_one(spec, store_root, _stop_after_segments):
     VY = teacher.variance
     max_updates = int(kw["max_updates"])
     max_time = float(kw["max_time"])
+    fields = param_fields(student)
     ck = store.checkpoint(key)
+    if ck is not None and any(f"p_{k}" not in ck[0] for k in fields):
+        ck = None                    # not this student family's checkpoint: start over
     resumed = ck is not None
     if ck is None:
-        acc, p, n0, t0, h0, L0, forced, ngrad, seg = _Acc(), p0, 0, 0.0, float(kw["h0"]), None, 0, 0, 0
+        acc, p, n0, t0, h0, L0, forced, ngrad, seg = (_Acc(fields), p0, 0, 0.0, float(kw["h0"]),
+                                                      None, 0, 0, 0)
         status = None
     else:
         arrs, meta = ck
-        acc = _Acc.from_arrays(arrs, meta["records"])
-        p = Params(arrs["p_a"], arrs["p_W"], arrs["p_b"], float(arrs["p_c"]))
+        acc = _Acc.from_arrays(arrs, meta["records"], fields)
+        p = params_from(student, arrs, prefix="p_")
         n0, t0, h0 = int(meta["n0"]), float(meta["t0"]), float(meta["h0"])
         L0, forced, ngrad, seg = float(meta["L0"]), int(meta["forced"]), int(meta["ngrad"]), int(meta["seg"])
         status = None
@@ -235,7 +276,10 @@ def _run_one(spec, store_root, _stop_after_segments):
 
 
 # ---------------------------------------------------------------------------- summary
-_CK_KEYS = ("n", "t", "normalized_loss", "a_top", "a_min", "a_mean", "resolved", "gap")
+_CK_KEYS = ("n", "t", "normalized_loss", "a_top", "a_min", "a_mean", "resolved", "gap",
+            # SwiGLU gate geometry (absent from ordinary students' records)
+            "gate_weighted_angle", "gate_median_angle", "value_weighted_angle",
+            "frac_gates_near_axis", "frac_axes_covered")
 
 
 def _ck_summary(rec: dict) -> dict:
@@ -300,11 +344,12 @@ def _b(br) -> dict:
 
 def certify_state(student, teacher, arrays, i, spec) -> dict:
     """Certified brackets at snapshot ``i``: AGOP alignment (a_top, a_min, a_mean) and the
-    ``certify_kinds`` refit risks in units of V_Y.  A failure to certify is recorded (as
+    ``certify_kinds`` refit risks in units of V_Y; for SwiGLU students also the normalized loss
+    (``loss``, MSE / V_Y) and no refit brackets (certify.refit_risk does not cover them: each
+    kind is recorded as ``refit_<kind>_error``).  A failure to certify is recorded (as
     ``error``), never replaced by a point value."""
-    from ..models import Params
-
-    p = Params(arrays["a"][i], arrays["W"][i], arrays["b"][i], float(arrays["c"][i]))
+    swiglu = param_fields(student) == SWIGLU_FIELDS
+    p = params_from(student, arrays, i)
     out = {"n": int(arrays["snap_n"][i])}
     dg = spec["diagnostics"]
     prec = int(dg.get("prec", 128))
@@ -317,7 +362,18 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
         out.update({"a_top": _b(al.a_top), "a_min": _b(al.a_min), "a_mean": _b(al.a_mean)})
     except Exception as exc:
         out["alignment_error"] = f"{type(exc).__name__}: {exc}"
+    if swiglu:
+        try:
+            out["loss"] = _b(certify.loss(student, p, teacher, prec=prec).normalized)
+        except Exception as exc:
+            out["loss_error"] = f"{type(exc).__name__}: {exc}"
+    unsupported = ("SwiGLU students" if swiglu else
+                   "multi-index (gated) teachers" if teacher.kind == "multi_index" else None)
     for kind in dg.get("certify_kinds", ["same_budget"]):
+        if unsupported:
+            out[f"refit_{kind}_error"] = ("not certified: certify.refit_risk does not support "
+                                          f"{unsupported}")
+            continue
         try:
             budget = dg.get("budget") if kind in ("bounded", "projected") else None
             rf = certify.refit_risk(student, p, teacher, kind=kind, budget=budget, prec=prec)

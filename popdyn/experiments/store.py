@@ -7,7 +7,9 @@ Layout of a store ``DIR``::
     DIR/runs/<key>/record.json      the run's spec, status, plateau, checkpoints, diagnostics
                                     records and certified brackets (written last: its presence
                                     marks a finished run)
-    DIR/runs/<key>/arrays.npz       n, t, loss (every update), snap_n, snap_t, a, W, b, c
+    DIR/runs/<key>/arrays.npz       n, t, loss (every update), snap_n, snap_t and the snapshot
+                                    parameters a, W, b, c -- or a, G, V, c (gates, values) for
+                                    SwiGLU students (spec.student.activation = "swiglu")
     DIR/runs/<key>/checkpoint.npz   state of an unfinished run (removed when it finishes)
     DIR/sweeps/<hash>.json          the ordered run keys of each sweep written to the store
 

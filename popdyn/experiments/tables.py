@@ -280,7 +280,10 @@ def show(store, run: str) -> str:
            f"P = n {pl['P_n']}, loss change at P {num(pl['P_loss_change']):+.3e}",
            "  checkpoints (losses and refit risks in units of V_Y):"]
     keys = [k for k in r["checkpoints"]["init"] if k not in ("n", "t", "gap")]
-    short = {"normalized_loss": "loss", "resolved": "resolved"}
+    short = {"normalized_loss": "loss", "resolved": "resolved",
+             "gate_weighted_angle": "gate_w_angle", "gate_median_angle": "gate_med_angle",
+             "value_weighted_angle": "value_w_angle", "frac_gates_near_axis": "gates_near_ax",
+             "frac_axes_covered": "axes_covered"}
     names = [short.get(k, k.replace("refit_", "R_").replace("_lower", "_lo")) for k in keys]
     out.append("    " + f"{'':>8} {'n':>7} {'t':>9} " + " ".join(f"{k[:14]:>14}" for k in names))
     for name in ("init", "plateau", "final"):
