@@ -575,6 +575,37 @@ def mehler_moment(cx_seq, cy_seq, tails_x, tails_y, R):
     R = np.clip(R, -1.0, 1.0)
     tx = _as_tails(tails_x, X, "tails_x")
     ty = _as_tails(tails_y, Y, "tails_y")
+    return _mehler_core(cx_seq is cy_seq, X, Y, tx, ty, R, True)
+
+
+def _internal_tails(t, m: int) -> "Tails":
+    """``t`` itself when it is a Tails of float64 (m,) arrays (as built internally), else
+    the validated copy of :func:`_as_tails`."""
+    if isinstance(t, Tails):
+        parts = (t.t2, t.sup, t.l1, t.err)
+        if all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (m,)
+               and a.flags.c_contiguous for a in parts):
+            return t
+    return _as_tails(t, np.empty((m, 1)), "tails")
+
+
+def mehler_moment_internal(cx_seq, cy_seq, tails_x, tails_y, R, want_error: bool = True):
+    """:func:`mehler_moment` without the input checks, for internal callers.
+
+    The inputs must come from :func:`unit_coefficients` / the link tables (finite float64
+    coefficients) and from the engine's geometry (|R| ≤ 1 up to rounding; clipped here); the
+    result is bit-identical to :func:`mehler_moment`.  With ``want_error=False`` the error
+    array is not computed (None is returned in its place).
+    """
+    X = np.ascontiguousarray(cx_seq, dtype=np.float64)
+    Y = X if cy_seq is cx_seq else np.ascontiguousarray(cy_seq, dtype=np.float64)
+    R = np.clip(np.asarray(R, dtype=np.float64), -1.0, 1.0)
+    tx = _internal_tails(tails_x, X.shape[0])
+    ty = tx if (tails_y is tails_x and cy_seq is cx_seq) else _internal_tails(tails_y, Y.shape[0])
+    return _mehler_core(cx_seq is cy_seq, X, Y, tx, ty, R, want_error)
+
+
+def _mehler_core(same, X, Y, tx, ty, R, want_error):
     Nc = min(X.shape[1], Y.shape[1]) - 1
     if X.shape[1] - 1 > Nc:
         tx = tx.extend(X, Nc)
@@ -583,10 +614,12 @@ def mehler_moment(cx_seq, cy_seq, tails_x, tails_y, R):
         ty = ty.extend(Y, Nc)
         Y = np.ascontiguousarray(Y[:, :Nc + 1])
     val = np.empty(R.shape)
-    if cx_seq is cy_seq and np.array_equal(R, R.T):
+    if same and np.array_equal(R, R.T):
         _km.mehler_sym(X, R, val)
     else:
         _km.mehler(X, Y, R, val)
+    if not want_error:
+        return val, None
     err = np.empty(R.shape)
     _km.mehler_error(X, Y, R, tx.t2, tx.sup, tx.l1, tx.err, ty.t2, ty.sup, ty.l1, ty.err, err)
     return val, err

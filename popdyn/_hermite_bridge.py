@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._hermite import Tails, mehler_moment, unit_coefficients
+from ._hermite import Tails, unit_coefficients
+from ._hermite import mehler_moment_internal as mehler_moment
 
 
 def _geometry(u1, u2):
@@ -29,9 +30,9 @@ def smooth_self(u, rtol):
     uc = _coeffs(u, 0, rtol)
     R = _geometry(u, u)
     C, eC = mehler_moment(uc.S, uc.S, uc.tails_S, uc.tails_S, R)
-    B, _ = mehler_moment(uc.Dd, uc.Dd, uc.tails_Dd, uc.tails_Dd, R)
-    A, _ = mehler_moment(uc.Dd2, uc.S, uc.tails_Dd2, uc.tails_S, R)
-    D, _ = mehler_moment(uc.Dd, uc.S, uc.tails_Dd, uc.tails_S, R)
+    B, _ = mehler_moment(uc.Dd, uc.Dd, uc.tails_Dd, uc.tails_Dd, R, False)
+    A, _ = mehler_moment(uc.Dd2, uc.S, uc.tails_Dd2, uc.tails_S, R, False)
+    D, _ = mehler_moment(uc.Dd, uc.S, uc.tails_Dd, uc.tails_S, R, False)
     return (C, B, A, D, uc.S[:, 0].copy(), uc.Dd[:, 0].copy(), uc.Dd2[:, 0].copy(), eC,
             np.asarray(uc.tails_S.err, dtype=float).copy(), uc.N)
 
@@ -97,9 +98,9 @@ def pl_vs_link_hermite(su, tu, rtol):
 
 def _cross_from(uc, S, tS, Dd, tD, R):
     Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R)
-    Dt, _ = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R)
-    At, _ = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R)
-    Bt, _ = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R)
+    Dt, _ = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R, False)
+    At, _ = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R, False)
+    Bt, _ = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R, False)
     return Ct, Bt, At, Dt, eC
 
 
