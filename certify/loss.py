@@ -153,6 +153,11 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
         from .swiglu import swiglu_loss
         return swiglu_loss(student, params, teacher, prec=prec)
     _check_inputs(student, params, teacher)
+    if teacher.kind not in ("network", "additive"):
+        raise CertificationError(
+            f"brackets for {teacher.kind!r} (gated / multi-index) teachers with ordinary students "
+            "are not implemented", hint="popdyn.population_loss(..., full_output=True) for the "
+            "float64 value and its error estimate")
     covered, rigorous = teacher_supported(teacher)
     if not (student_supported(student) and covered):
         if grad:

@@ -648,6 +648,8 @@ def student_supported(student) -> bool:
 
 def teacher_supported(teacher) -> tuple[bool, bool]:
     """(covered, rigorous): whether the Arb path covers the teacher, and rigorously."""
+    if teacher.kind not in ("network", "additive"):      # multi-index / gated teachers
+        return False, False
     if teacher.kind == "network":
         ok = teacher.activation.kind == "pl"
         return ok, ok

@@ -176,3 +176,15 @@ def test_alignment_contains_float_value_and_bad_input():
     big = p.replace(G=p.G * 50.0)
     with pytest.raises(CertificationError, match="gate norm"):
         certify.alignment(S, big, U)
+
+
+def test_gated_teacher_with_ordinary_student_is_refused_clearly():
+    U = np.eye(4)[:2]
+    T = Teacher.gated("gelu", U)
+    S = popdyn.Student(4, 3)
+    p = S.init(0, 0.5, T)
+    with pytest.raises(CertificationError, match="gated"):
+        certify.loss(S, p, T)
+    with pytest.raises(CertificationError, match="teacher"):
+        certify.refit_risk(S, p, T)
+    assert certify.alignment(S, p, U).provenance == "rigorous"
