@@ -58,8 +58,8 @@ def _inside(ball, ref, slack=mp.mpf(10) ** -32):
 def test_silu_coefficients_enclose_mpmath(al):
     N = 24
     T, E = silu_hermite_enclosures([arb(al)], N, prec=128)
-    for p in range(5):
-        for n in (0, 5, 24):
+    for p in (0, 2, 4):
+        for n in (0, 24):
             ref = _mp_coeff(p, mp.mpf(al), n)
             assert _inside(T[p][0, n], ref), (p, n)
             assert A.upper(T[p][0, n].rad()) < 1e-30
