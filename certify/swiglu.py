@@ -146,7 +146,8 @@ def _plan(al_max: float, N: int, prec: int):
     ltol = (prec + 8) * math.log(2.0)
     amax = math.pi / (2 * max(al_max, 1e-300))
     best = None
-    for t in np.linspace(0.05, 1.0, 40):
+    # t ≤ 0.95 keeps α·a strictly below π/2 despite the float rounding of π/(2α_max)
+    for t in np.linspace(0.05, 0.95, 38):
         a = min(amax * t, 12.0)
         Bp = 51 * max(al_max, 1e-3)
         logM = (math.log(2) + lhn + a * c + a * a / 2 + c * c / 2
@@ -343,8 +344,10 @@ def _arb_pair(T, E, fc, geo, i, j, p, q, N, ok):
         acc += T[p][i, n] * T[q][j, n] * pw
         pw = pw * rho
     r = min(A.upper(abs(rho)), 1.0)
+    # float bookkeeping: the factor covers the roundings of the product, sqrt and power;
+    # the 1e−300 floor covers underflow
     tail = math.sqrt(fc[p][2][i] * fc[q][2][j]) * r ** (N + 1)
-    return acc + arb(0, A.mul_up(tail, 1 + 1e-12) if tail > 0 else 0.0)
+    return acc + arb(0, A.mul_up(tail, 1 + 1e-12) + 1e-300)
 
 
 # ------------------------------------------------------------------------------- teachers
@@ -523,6 +526,9 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
         # teacher: rows u_k with β_k = |u_k|, coefficients of g and g' at scale β_k
         k = U.shape[0]
         deg = max(poly) if poly else 0
+        if deg > N:
+            raise CertificationError(f"internal: link degree {deg} exceeds the SiLU order {N}",
+                                     hint="a higher prec")
         dpoly = _deriv(poly)
         betas = [geo.alpha[m + t] for t in range(k)]
         gh = [_hermite_of_scaled(poly, b, deg) for b in betas]
@@ -547,10 +553,10 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
                 rho = geo.pair(j, m + t)[0]
                 e1 = arb(0)      # E[σ'_j g(u_t·x)]
                 for n in range(len(gh[t])):
-                    e1 += T[1][j, n] * gh[t][n] * rho ** n if n <= N else 0
+                    e1 += T[1][j, n] * gh[t][n] * rho ** n
                 e0 = arb(0)      # E[σ_j g'(u_t·x)]
                 for n in range(len(dgh[t])):
-                    e0 += T[0][j, n] * dgh[t][n] * rho ** n if n <= N else 0
+                    e0 += T[0][j, n] * dgh[t][n] * rho ** n
                 yphi += kb[t] * (dl[j] * e1 + UV[j, t] * e0)
             fy += a[j] * yphi
         L = (ff - 2 * fy + ey2) / 2
