@@ -104,21 +104,126 @@ class Trajectory:
 
 
 class _Recorder:
-    def __init__(self, schedule, recorder, student, teacher):
-        self.schedule, self.recorder, self.student, self.teacher = schedule, recorder, student, teacher
-        self.n, self.t, self.a, self.W, self.b, self.c, self.records = [], [], [], [], [], [], []
+    """Snapshots (the parameter fields ``fields``, copied) and recorder output on a schedule."""
 
-    def add(self, n, t, p: Params, L):
+    def __init__(self, schedule, recorder, student, teacher, fields=("a", "W", "b", "c")):
+        self.schedule, self.recorder, self.student, self.teacher = schedule, recorder, student, teacher
+        self.fields = fields
+        self.n, self.t, self.records = [], [], []
+        self.snaps = {f: [] for f in fields}
+
+    def add(self, n, t, p, L):
         if self.n and self.n[-1] == n:
             return
         self.n.append(n); self.t.append(t)
-        self.a.append(p.a.copy()); self.W.append(p.W.copy()); self.b.append(p.b.copy()); self.c.append(p.c)
+        for f in self.fields:
+            v = getattr(p, f)
+            self.snaps[f].append(v.copy() if isinstance(v, np.ndarray) else v)
         if self.recorder is not None:
             self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L))
 
     def arrays(self):
         return (np.array(self.n, dtype=np.int64), np.array(self.t),
-                {"a": np.array(self.a), "W": np.array(self.W), "b": np.array(self.b), "c": np.array(self.c)})
+                {f: np.array(v) for f, v in self.snaps.items()})
+
+
+def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max,
+              max_updates, max_time, loss_target, explode, schedule) -> dict:
+    """Validated integrator settings shared by :func:`train` and :func:`popdyn.swiglu.train`."""
+    V.choice("method", method, METHODS)
+    out = dict(method=method, lr=V.real("lr", lr, positive=True),
+               ma=V.real("head_lr_mult", head_lr_mult, nonnegative=True),
+               mb=V.real("bias_lr_mult", bias_lr_mult, nonnegative=True),
+               mc=V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True),
+               eps=V.real("eps", eps, positive=True), h0=V.real("h0", h0, positive=True),
+               h_min=V.real("h_min", h_min, positive=True),
+               h_max=V.real("h_max", h_max, positive=True, allow_inf=True))
+    if not out["h_min"] <= out["h0"] <= out["h_max"]:
+        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {out['h_min']}, "
+                         f"{out['h0']}, {out['h_max']}")
+    out["max_updates"] = V.nonneg_int("max_updates", max_updates)
+    out["max_time"] = V.real("max_time", max_time, positive=True, allow_inf=True)
+    out["loss_target"] = V.real("loss_target", loss_target, nonnegative=True)
+    out["explode"] = V.real("explode", explode, positive=True)
+    schedule = Schedule() if schedule is None else schedule
+    if not isinstance(schedule, Schedule):
+        raise TypeError("`schedule` must be a popdyn.Schedule")
+    out["schedule"] = schedule
+    return out
+
+
+def _integrate(evaluate, step, diff_norm, p, rec, VY, cfg):
+    """The GD / adaptive Euler loop (module docstring), shared by every student type.
+
+    ``evaluate(p) -> (L, grad, p')`` (p' = p, or p with its intercept refitted),
+    ``step(p, g, h) -> p − h·(rates ∘ g)`` on the flow clock, ``diff_norm(p, q)`` the
+    parameter-space distance of the step-doubling rule, ``rec`` a :class:`_Recorder`.
+    Returns (p, L, n, t, status, losses, ns, ts, grad_evals, forced_steps).
+    """
+    method, lr, eps = cfg["method"], cfg["lr"], cfg["eps"]
+    h_min, h_max = cfg["h_min"], cfg["h_max"]
+    max_updates, max_time = cfg["max_updates"], cfg["max_time"]
+    loss_target, schedule = cfg["loss_target"], cfg["schedule"]
+    L, g, p = evaluate(p)
+    ngrad = 1
+    losses, ns, ts = [L], [0], [0.0]
+    bound = cfg["explode"] * max(L, VY)
+    rec.add(0, 0.0, p, L)
+    n, t, h, forced = 0, 0.0, cfg["h0"], 0
+    status = "horizon"
+    if loss_target > 0 and 2 * L / VY <= loss_target:
+        status = "converged"
+    else:
+        while n < max_updates and t < max_time:
+            if method == "gd":
+                q = step(p, g, lr)
+                dt = lr
+            else:
+                h = min(h, h_max)
+                while True:
+                    full = step(p, g, h)
+                    mid = step(p, g, 0.5 * h)
+                    q = None
+                    if mid.is_finite() and full.is_finite():
+                        _, gm, mid = evaluate(mid)
+                        ngrad += 1
+                        q = step(mid, gm, 0.5 * h)
+                    if q is None or not q.is_finite():
+                        if h <= h_min:       # non-finite even at the smallest step: diverged
+                            q = None
+                            break
+                        h = max(0.2 * h, h_min)
+                        continue
+                    disp = diff_norm(q, p)
+                    err = diff_norm(q, full)
+                    tol = eps * disp
+                    if err <= tol or h <= h_min:
+                        if err > tol:
+                            forced += 1
+                        dt = h
+                        fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
+                        h = min(max(h * fac, h_min), h_max)
+                        break
+                    h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
+            if q is None or not q.is_finite():
+                status = "diverged"
+                break
+            Lq, gq, q = evaluate(q)
+            ngrad += 1
+            if not (np.isfinite(Lq) and Lq <= bound and gq.is_finite()):
+                status = "diverged"
+                break
+            p, L, g = q, Lq, gq
+            n += 1
+            t += dt
+            losses.append(L); ns.append(n); ts.append(t)
+            if n in schedule:
+                rec.add(n, t, p, L)
+            if loss_target > 0 and 2 * L / VY <= loss_target:
+                status = "converged"
+                break
+    rec.add(n, t, p, L)
+    return p, L, n, t, status, losses, ns, ts, ngrad, forced
 
 
 def _axpy(p: Params, g: Params, h: float, ma: float, mb: float, mc: float) -> Params:
@@ -176,24 +281,9 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
                 loss_target=loss_target, explode=explode, schedule=schedule, recorder=recorder,
                 rtol=rtol)
     _check(student, params, teacher)
-    V.choice("method", method, METHODS)
-    lr = V.real("lr", lr, positive=True)
-    ma = V.real("head_lr_mult", head_lr_mult, nonnegative=True)
-    mb = V.real("bias_lr_mult", bias_lr_mult, nonnegative=True)
-    mc = V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True)
-    eps = V.real("eps", eps, positive=True)
-    h0 = V.real("h0", h0, positive=True)
-    h_min = V.real("h_min", h_min, positive=True)
-    h_max = V.real("h_max", h_max, positive=True, allow_inf=True)
-    if not h_min <= h0 <= h_max:
-        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {h_min}, {h0}, {h_max}")
-    max_updates = V.nonneg_int("max_updates", max_updates)
-    max_time = V.real("max_time", max_time, positive=True, allow_inf=True)
-    loss_target = V.real("loss_target", loss_target, nonnegative=True)
-    explode = V.real("explode", explode, positive=True)
-    schedule = Schedule() if schedule is None else schedule
-    if not isinstance(schedule, Schedule):
-        raise TypeError("`schedule` must be a popdyn.Schedule")
+    cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
+                    h_max, max_updates, max_time, loss_target, explode, schedule)
+    ma, mb, mc = cfg["ma"], cfg["mb"], cfg["mc"]
     if not student.bias:
         mb = 0.0
     if not student.intercept:
@@ -203,73 +293,22 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     if not VY > 0:
         raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
 
+    def evaluate(q):
+        Lq, gq = loss_and_grad(student, q, teacher, rtol=rtol, check=False)
+        return Lq, gq, q
+
+    def step(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
+        return _axpy(q, g, h * kappa, ma, mb, mc)
+
     t0 = time.perf_counter()
-    rec = _Recorder(schedule, recorder, student, teacher)
-    p = params
-    L, g = loss_and_grad(student, p, teacher, rtol=rtol, check=False)
-    ngrad = 1
-    losses, ns, ts = [L], [0], [0.0]
-    bound = explode * max(L, VY)
-    rec.add(0, 0.0, p, L)
-    n, t, h, forced = 0, 0.0, h0, 0
-    status = "horizon"
-    if loss_target > 0 and 2 * L / VY <= loss_target:
-        status = "converged"
-    else:
-        while n < max_updates and t < max_time:
-            if method == "gd":
-                q = _axpy(p, g, lr * kappa, ma, mb, mc)
-                dt = lr
-            else:
-                h = min(h, h_max)
-                while True:
-                    hk = h * kappa
-                    full = _axpy(p, g, hk, ma, mb, mc)
-                    mid = _axpy(p, g, 0.5 * hk, ma, mb, mc)
-                    q = None
-                    if mid.is_finite() and full.is_finite():
-                        _, gm = loss_and_grad(student, mid, teacher, rtol=rtol, check=False)
-                        ngrad += 1
-                        q = _axpy(mid, gm, 0.5 * hk, ma, mb, mc)
-                    if q is None or not q.is_finite():
-                        if h <= h_min:       # non-finite even at the smallest step: diverged
-                            q = None
-                            break
-                        h = max(0.2 * h, h_min)
-                        continue
-                    disp = _diff_norm(q, p)
-                    err = _diff_norm(q, full)
-                    tol = eps * disp
-                    if err <= tol or h <= h_min:
-                        if err > tol:
-                            forced += 1
-                        dt = h
-                        fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
-                        h = min(max(h * fac, h_min), h_max)
-                        break
-                    h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
-            if q is None or not q.is_finite():
-                status = "diverged"
-                break
-            Lq, gq = loss_and_grad(student, q, teacher, rtol=rtol, check=False)
-            ngrad += 1
-            if not (np.isfinite(Lq) and Lq <= bound and gq.is_finite()):
-                status = "diverged"
-                break
-            p, L, g = q, Lq, gq
-            n += 1
-            t += dt
-            losses.append(L); ns.append(n); ts.append(t)
-            if n in schedule:
-                rec.add(n, t, p, L)
-            if loss_target > 0 and 2 * L / VY <= loss_target:
-                status = "converged"
-                break
-    rec.add(n, t, p, L)
+    rec = _Recorder(cfg["schedule"], recorder, student, teacher)
+    p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
+        evaluate, step, _diff_norm, params, rec, VY, cfg)
     sn, st, snaps = rec.arrays()
-    info = dict(method=method, lr=lr, head_lr_mult=ma, bias_lr_mult=mb, intercept_lr_mult=mc,
-                eps=eps, h0=h0, h_min=h_min, h_max=h_max, max_updates=max_updates,
-                max_time=max_time, loss_target=loss_target, grad_evals=ngrad,
-                forced_steps=forced, wall_time=time.perf_counter() - t0)
+    info = dict(method=method, lr=cfg["lr"], head_lr_mult=ma, bias_lr_mult=mb,
+                intercept_lr_mult=mc, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
+                h_max=cfg["h_max"], max_updates=cfg["max_updates"], max_time=cfg["max_time"],
+                loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
+                wall_time=time.perf_counter() - t0)
     return Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
                       status, p, VY, rec.records, info)

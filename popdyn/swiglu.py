@@ -713,111 +713,29 @@ def train(student, params, teacher, *, method="flow", lr=0.05, head_lr_mult=1.0,
     dynamics is the flow of the profiled loss min_c L; ``intercept_lr_mult`` is then unused, and
     ``bias_lr_mult`` is unused (no biases).  Snapshots hold ``a``, ``G``, ``V``, ``c``.
     """
-    from .dynamics import METHODS, Schedule
+    from .dynamics import _Recorder, _integrate, _settings
 
     _check(student, params, teacher)
-    V.choice("method", method, METHODS)
-    lr = V.real("lr", lr, positive=True)
-    ma = V.real("head_lr_mult", head_lr_mult, nonnegative=True)
-    V.real("bias_lr_mult", bias_lr_mult, nonnegative=True)
-    V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True)
-    eps = V.real("eps", eps, positive=True)
-    h0 = V.real("h0", h0, positive=True)
-    h_min = V.real("h_min", h_min, positive=True)
-    h_max = V.real("h_max", h_max, positive=True, allow_inf=True)
-    if not h_min <= h0 <= h_max:
-        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {h_min}, {h0}, {h_max}")
-    max_updates = V.nonneg_int("max_updates", max_updates)
-    max_time = V.real("max_time", max_time, positive=True, allow_inf=True)
-    loss_target = V.real("loss_target", loss_target, nonnegative=True)
-    explode = V.real("explode", explode, positive=True)
-    schedule = Schedule() if schedule is None else schedule
-    if not isinstance(schedule, Schedule):
-        raise TypeError("`schedule` must be a popdyn.Schedule")
+    cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
+                    h_max, max_updates, max_time, loss_target, explode, schedule)
+    ma = cfg["ma"]
     VY = teacher.variance
     if not VY > 0:
         raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
 
     t0 = time.perf_counter()
-    snaps = {"a": [], "G": [], "V": [], "c": []}
-    sn, st, records = [], [], []
-
-    def add(n, t, p, L):
-        if sn and sn[-1] == n:
-            return
-        sn.append(n); st.append(t)
-        snaps["a"].append(p.a.copy()); snaps["G"].append(p.G.copy())
-        snaps["V"].append(p.V.copy()); snaps["c"].append(p.c)
-        if recorder is not None:
-            records.append(recorder(student, p, teacher, n=n, t=t, loss=L))
-
-    L, g, p = _profiled(student, params, teacher)
-    ngrad = 1
-    losses, ns, ts = [L], [0], [0.0]
-    bound = explode * max(L, VY)
-    add(0, 0.0, p, L)
-    n, t, h, forced = 0, 0.0, h0, 0
-    status = "horizon"
-    if loss_target > 0 and 2 * L / VY <= loss_target:
-        status = "converged"
-    else:
-        while n < max_updates and t < max_time:
-            if method == "gd":
-                q = _axpy(p, g, lr, ma)
-                dt = lr
-            else:
-                h = min(h, h_max)
-                while True:
-                    full = _axpy(p, g, h, ma)
-                    mid = _axpy(p, g, 0.5 * h, ma)
-                    q = None
-                    if mid.is_finite() and full.is_finite():
-                        _, gm, mid = _profiled(student, mid, teacher)
-                        ngrad += 1
-                        q = _axpy(mid, gm, 0.5 * h, ma)
-                    if q is None or not q.is_finite():
-                        if h <= h_min:
-                            q = None
-                            break
-                        h = max(0.2 * h, h_min)
-                        continue
-                    disp = _diff_norm(q, p)
-                    err = _diff_norm(q, full)
-                    tol = eps * disp
-                    if err <= tol or h <= h_min:
-                        if err > tol:
-                            forced += 1
-                        dt = h
-                        fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
-                        h = min(max(h * fac, h_min), h_max)
-                        break
-                    h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
-            if q is None or not q.is_finite():
-                status = "diverged"
-                break
-            Lq, gq, q = _profiled(student, q, teacher)
-            ngrad += 1
-            if not (np.isfinite(Lq) and Lq <= bound and gq.is_finite()):
-                status = "diverged"
-                break
-            p, L, g = q, Lq, gq
-            n += 1
-            t += dt
-            losses.append(L); ns.append(n); ts.append(t)
-            if n in schedule:
-                add(n, t, p, L)
-            if loss_target > 0 and 2 * L / VY <= loss_target:
-                status = "converged"
-                break
-    add(n, t, p, L)
-    arrays = {k: np.array(v) for k, v in snaps.items()}
-    info = dict(method=method, lr=lr, head_lr_mult=ma, eps=eps, h0=h0, h_min=h_min, h_max=h_max,
-                max_updates=max_updates, max_time=max_time, loss_target=loss_target,
-                grad_evals=ngrad, forced_steps=forced, intercept="fitted" if student.intercept
-                else "none", wall_time=time.perf_counter() - t0)
+    rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=("a", "G", "V", "c"))
+    p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
+        lambda q: _profiled(student, q, teacher), lambda q, g, h: _axpy(q, g, h, ma),
+        _diff_norm, params, rec, VY, cfg)
+    sn, st, arrays = rec.arrays()
+    info = dict(method=method, lr=cfg["lr"], head_lr_mult=ma, eps=cfg["eps"], h0=cfg["h0"],
+                h_min=cfg["h_min"], h_max=cfg["h_max"], max_updates=cfg["max_updates"],
+                max_time=cfg["max_time"], loss_target=cfg["loss_target"], grad_evals=ngrad,
+                forced_steps=forced, intercept="fitted" if student.intercept else "none",
+                wall_time=time.perf_counter() - t0)
     return SwiGLUTrajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses),
-                            np.array(sn, dtype=np.int64), np.array(st), arrays, status, p, VY,
-                            records, info)
+                            sn, st, arrays, status, p, VY, rec.records, info)
 
 
 class SwiGLUTrajectory(Trajectory):
