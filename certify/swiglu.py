@@ -65,7 +65,7 @@ from flint import arb, arb_mat
 
 from . import _arb as A
 from . import _mehler as _mh
-from .alignment import AlignmentBracket, alignment_from_matrix
+from .alignment import AlignmentBracket, _symmetrize, alignment_from_matrix
 from .bracket import Bracket
 from .errors import CertificationError
 from .loss import LossBracket
@@ -599,15 +599,7 @@ def swiglu_agop_enclosure(student, params, *, prec: int = 128) -> arb_mat:
         Va = A.mat_from_array(Vv)
         X = Ga.transpose() * (Em * Va)
         Mx = Ga.transpose() * (Q * Ga) + X + X.transpose() + Va.transpose() * (K0 * Va)
-        d = student.d
-        out = arb_mat(d, d)
-        for i in range(d):
-            out[i, i] = Mx[i, i]
-            for j in range(i + 1, d):
-                v = (Mx[i, j] + Mx[j, i]) / 2
-                out[i, j] = v
-                out[j, i] = v
-    return out
+        return _symmetrize(Mx)
 
 
 def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
