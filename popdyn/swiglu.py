@@ -652,6 +652,24 @@ def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
     return agop_from_moments(params, moments(student, params, None))
 
 
+def refit_problem(Mo: SwiGLUMoments, teacher):
+    """The frozen-feature refit problem (features φ_j = SiLU(g_j·x)(v_j·x), intercept refitted)
+    from the moments ``Mo`` of a state: centered Gram Φ − φ̄φ̄ᵀ and E[yφ] − φ̄E[y], with units
+    whose centered energy is at rounding level dropped."""
+    from .diagnostics.refit import RefitProblem
+
+    ey = teacher.mean
+    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
+    Gm = 0.5 * (Gm + Gm.T)
+    g = Mo.Yphi - Mo.phibar * ey
+    dropped = np.diag(Gm) <= 32.0 * _EPS * np.abs(np.diag(Mo.Phi))
+    if np.any(dropped):
+        Gm[dropped, :] = 0.0
+        Gm[:, dropped] = 0.0
+        g = np.where(dropped, 0.0, g)
+    return RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
+
+
 def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *, U=None,
                rcond: float = 1e-12, equilibrate: bool = True, rtol: float = 1e-10):
     """Frozen-feature refit of a SwiGLU student: features φ_j = SiLU(g_j·x)(v_j·x) with G, V
@@ -660,7 +678,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     Kinds ``unrestricted`` (the paper's equilibrated 1e−12 eigencutoff solve), ``same_budget``
     and ``bounded``.  ``projected`` is not defined for SwiGLU students (ValueError).
     """
-    from .diagnostics.refit import RefitProblem, _check_budget, _refit, check_kind
+    from .diagnostics.refit import _check_budget, _refit, check_kind
 
     kind = check_kind(kind)
     if kind == "projected":
@@ -675,17 +693,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
     if not isinstance(equilibrate, (bool, np.bool_)):
         raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
-    Mo = moments(student, params, teacher)
-    ey = teacher.mean
-    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
-    Gm = 0.5 * (Gm + Gm.T)
-    g = Mo.Yphi - Mo.phibar * ey
-    dropped = np.diag(Gm) <= 32.0 * _EPS * np.abs(np.diag(Mo.Phi))
-    if np.any(dropped):
-        Gm[dropped, :] = 0.0
-        Gm[:, dropped] = 0.0
-        g = np.where(dropped, 0.0, g)
-    prob = RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
+    prob = refit_problem(moments(student, params, teacher), teacher)
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
     return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate), params=params)

@@ -31,7 +31,7 @@ from .agop import agop_from_moments
 from .alignment import Alignment, alignment, check_subspace
 from .gates import GateGeometry, gate_geometry
 from .geometry import NeuronGeometry, neuron_geometry, snap_to_axes, teacher_frame
-from .refit import KINDS, _EPS, RefitProblem, _check_budget, _problem_from, _refit
+from .refit import KINDS, _check_budget, _problem_from, _refit
 
 #: refit kinds defined for SwiGLU students (``projected`` snaps ridge weights: not defined)
 SWIGLU_KINDS = ("unrestricted", "same_budget", "bounded")
@@ -188,21 +188,6 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     return Diagnostics(A, al, refits, geo, float(teacher.variance))
 
 
-def _swiglu_problem(Mo, teacher) -> RefitProblem:
-    """The frozen-feature refit problem of a SwiGLU state from its moments (the same
-    construction as :func:`popdyn.swiglu.refit_risk`: features φ_j = SiLU(g_j·x)(v_j·x))."""
-    ey = teacher.mean
-    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
-    Gm = 0.5 * (Gm + Gm.T)
-    g = Mo.Yphi - Mo.phibar * ey
-    dropped = np.diag(Gm) <= 32.0 * _EPS * np.abs(np.diag(Mo.Phi))
-    if np.any(dropped):
-        Gm[dropped, :] = 0.0
-        Gm[:, dropped] = 0.0
-        g = np.where(dropped, 0.0, g)
-    return RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
-
-
 def _check_swiglu_kinds(kinds):
     bad = [k for k in kinds if k not in SWIGLU_KINDS]
     if bad:
@@ -224,7 +209,7 @@ def _diagnose_swiglu(sw, student, params, teacher, *, U, kinds, budget, geometry
     A = sw.agop_from_moments(params, Mo)
     al = alignment(A, S)
     refits = {}
-    prob = _swiglu_problem(Mo, teacher) if kinds else None
+    prob = sw.refit_problem(Mo, teacher) if kinds else None
     for kind in kinds:
         b = {"unrestricted": None, "bounded": budget,
              "same_budget": float(np.linalg.norm(params.a))}[kind]
