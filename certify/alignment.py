@@ -93,7 +93,7 @@ class AlignmentBracket:
 
 def agop_enclosure(student, params, B: arb_mat) -> arb_mat:
     """M = s² Wᵀ(aaᵀ ∘ B)W as a symmetric ball matrix (current python-flint precision)."""
-    m, d = student.m, student.d
+    m = student.m
     s = arb(1) if student.scaling == "standard" else arb(1) / m
     a = [arb(float(x)) for x in params.a]
     K = arb_mat(m, m)

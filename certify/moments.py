@@ -779,7 +779,7 @@ def _prod3(X, E, start, P, eP, g, eg, w, ew):
     w = w[:k]
     ew = ew[:k]
     x = (P * g) * w
-    aP, ag, aw = abs(P) + eP, np.abs(g) + eg, np.abs(w) + ew
+    ag, aw = np.abs(g) + eg, np.abs(w) + ew
     # |Pgw − P̂ĝŵ| <= eP·ag·aw + |P̂|·eg·aw + |P̂||ĝ|·ew, plus the two roundings (2u|x|·(1+u))
     err = eP * ag * aw + abs(P) * eg * aw + abs(P) * np.abs(g) * ew + 2.3e-16 * np.abs(x)
     # underflow: each rounding may lose up to 2^-1074 absolutely, the first one then scaled by w

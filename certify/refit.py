@@ -252,7 +252,6 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
-    m = student.m
     with A.workprec(prec):
         G, g, V, CM = _problem(student, params, teacher, prec)
         prov = "rigorous" if CM.rigorous else "numerical"

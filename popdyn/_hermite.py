@@ -481,7 +481,7 @@ def _smooth_coefficients(code, al, be, rtol, nmin, nmax, L, nfloor=0):
                             np.empty((ci.size, 3)), np.empty((ci.size, 3)))
         out[0][ci], out[1][ci], out[2][ci], energy[ci] = s, d, d2, e
     for i, v in store.items():
-        Nr, seqs, E_i, nu_i, tl_i, conv_i = v[0], v[1:4], v[4], v[5], v[6], v[8]
+        seqs, E_i, nu_i, tl_i, conv_i = v[1:4], v[4], v[5], v[6], v[8]
         energy[i] = E_i
         conv[i] = conv_i
         for s in range(3):

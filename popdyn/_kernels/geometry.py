@@ -4,8 +4,6 @@ Near ρ = ±1 the closed-form moments need 1 ∓ ρ to full relative accuracy; c
 ``1 - R`` loses all digits when the directions nearly coincide.  We recompute it as
 ½|θ_i ∓ θ_j|² for pairs with |ρ| > 1/2 (exact up to rounding in the difference).
 """
-import numpy as np
-
 from ._jit import jit
 
 
