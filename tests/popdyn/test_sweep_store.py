@@ -4,6 +4,7 @@ Tiny configurations (d = 4, m = 4, tens of updates) so the whole file runs in se
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -225,7 +226,7 @@ def test_bad_configs(tmp_path, capsys, text, match):
     with pytest.raises(ValueError, match=match):
         C.expand(C.load(path))
     assert main(["sweep", str(path), "--store", str(tmp_path / "s")]) == 2
-    assert match.replace("\\", "") in capsys.readouterr().err or True
+    assert re.search(match, capsys.readouterr().err)       # the CLI prints the same message
     st = tmp_path / "s"
     assert not (st / "runs").exists()                 # nothing computed, nothing half-written
 
