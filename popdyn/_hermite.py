@@ -201,9 +201,11 @@ def _alpha_bucket(a: float) -> int:
 
 
 @functools.lru_cache(maxsize=128)
-def _rule_cached(N: int, bucket: int, L: float, order: int):
+def _rule_cached(N: int, bucket: int, L: float, order: int, h_cap: float = 1.0):
+    """Panels of width min(12/√(N+1), 0.85π/α_b, ``h_cap``) with ``order`` Gauss–Legendre
+    points each on [−L, L] (α_b = 2^{bucket/2}); read-only arrays."""
     alpha_b = 2.0 ** (bucket / 2.0)
-    h = min(12.0 / math.sqrt(N + 1.0), 0.85 * math.pi / alpha_b, 1.0)
+    h = min(12.0 / math.sqrt(N + 1.0), 0.85 * math.pi / alpha_b, h_cap)
     panels = int(math.ceil(2.0 * L / h))
     x, w = np.polynomial.legendre.leggauss(order)
     edges = np.linspace(-L, L, panels + 1)

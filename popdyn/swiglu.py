@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import _validate as V
+from ._hermite import _rule_cached
 from ._kernels import swiglu as _ks
 from .dynamics import Trajectory
 
@@ -70,7 +71,6 @@ _L = 13.0          # half-length of the z-interval: the integrand is < 0.44|σ|e
 _GL = 20           # Gauss-Legendre points per panel
 
 
-@functools.lru_cache(maxsize=64)
 def _rule(N: int, bucket: int):
     """Composite Gauss–Legendre rule on [−L, L] for orders ≤ N and gate norms α ≤ 2^{bucket/2}.
 
@@ -80,16 +80,7 @@ def _rule(N: int, bucket: int):
     poles at distance π/α (as in :mod:`popdyn._hermite`, with L = 13 and wider panels allowed
     for the low orders of small gates).
     """
-    alpha_b = 2.0 ** (bucket / 2.0)
-    h = min(12.0 / math.sqrt(N + 1.0), 0.85 * math.pi / alpha_b, 2.0)
-    panels = int(math.ceil(2.0 * _L / h))
-    x, w = np.polynomial.legendre.leggauss(_GL)
-    edges = np.linspace(-_L, _L, panels + 1)
-    half = 0.5 * (edges[1:] - edges[:-1])
-    mid = 0.5 * (edges[1:] + edges[:-1])
-    nodes = (mid[:, None] + half[:, None] * x[None, :]).ravel()
-    weights = (half[:, None] * w[None, :]).ravel()
-    return nodes, weights
+    return _rule_cached(N, bucket, _L, _GL, 2.0)
 
 
 @functools.lru_cache(maxsize=64)
