@@ -226,6 +226,124 @@ def _integrate(evaluate, step, diff_norm, p, rec, VY, cfg):
     return p, L, n, t, status, losses, ns, ts, ngrad, forced
 
 
+#: use the fused kernels (:mod:`popdyn._kernels.fused`) where they apply (tests switch it off to
+#: compare with the general path)
+_FUSED = True
+
+
+class _Fused:
+    """Loss and gradient of a PL student (relu, leaky relu) against an additive-link or PL-network
+    teacher in one compiled call (:func:`popdyn._kernels.fused.pl_loss_grad`), and fixed-step GD
+    between snapshots inside numba (:func:`popdyn._kernels.fused.pl_gd`).  Same kernels, orders
+    and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
+
+    def __init__(self, student, teacher, tables):
+        self.student, self.teacher, self.tables = student, teacher, tables
+        self.p, self.q = float(student.act.p), float(student.act.q)
+        self.s = float(student.s)
+
+    @classmethod
+    def make(cls, student, teacher):
+        """A :class:`_Fused` for (student, teacher), or None when the pair is not covered."""
+        from .teachers import Teacher
+
+        if not (isinstance(student, Student) and student.act.kind == "pl"
+                and isinstance(teacher, Teacher)):
+            return None
+        k = teacher.k
+        if teacher.kind == "additive":
+            from ._hermite_bridge import _link_order
+
+            g = teacher.link
+            tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
+            tal, tbe = np.ones(k), np.zeros(k)
+            tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
+            tpl = g.p != 0.0 or g.q != 0.0
+            if np.any(g.coeffs != 0.0):
+                N = _link_order(g)
+                H = np.zeros(N + 1)
+                dH = np.zeros(N + 1)
+                nH = min(N, g.coeffs.shape[0] - 1)
+                H[:nH + 1] = g.coeffs[:nH + 1]
+                nd = min(N, g.dcoeffs.shape[0] - 1)
+                dH[:nd + 1] = g.dcoeffs[:nd + 1]
+            else:
+                H = dH = np.zeros(0)
+            UT = tth
+        elif teacher.kind == "network" and teacher.activation.kind == "pl":
+            act = teacher.activation
+            tth = np.ascontiguousarray(teacher.theta, dtype=np.float64)
+            tal = np.ascontiguousarray(teacher.alpha, dtype=np.float64)
+            tbe = np.ascontiguousarray(teacher.bias, dtype=np.float64)
+            tp, tq = np.full(k, float(act.p)), np.full(k, float(act.q))
+            tpl = True
+            H = dH = np.zeros(0)
+            UT = np.ascontiguousarray(teacher.theta * teacher.alpha[:, None])
+        else:
+            return None
+        v = np.ascontiguousarray(teacher.weights, dtype=np.float64)
+        tables = (tth, tal > 0, tal, tbe, tp, tq, bool(tpl), H, dH, v, UT,
+                  float(teacher.mean), float(teacher.second_moment))
+        return cls(student, teacher, tables)
+
+    def evaluate(self, q: Params):
+        from ._kernels.fused import pl_loss_grad
+
+        st = self.student
+        ga, gW, gb = np.empty(st.m), np.empty((st.m, st.d)), np.empty(st.m)
+        L, gc = pl_loss_grad(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c), st.bias,
+                             st.intercept, *self.tables, ga, gW, gb)
+        return float(L), Params(ga, gW, gb, float(gc)), q
+
+    def integrate_gd(self, p0: Params, rec, VY, cfg, kappa, ma, mb, mc):
+        """:func:`_integrate` for method "gd" with the updates between snapshots in numba."""
+        from ._kernels.fused import CONVERGED, DIVERGED, DIVERGED_STEP, pl_gd
+
+        lr, max_updates, max_time = cfg["lr"], cfg["max_updates"], cfg["max_time"]
+        loss_target, schedule = cfg["loss_target"], cfg["schedule"]
+        L, g, _ = self.evaluate(p0)
+        losses, ns, ts = [L], [0], [0.0]
+        bound = cfg["explode"] * max(L, VY)
+        rec.add(0, 0.0, p0, L)
+        h = lr * kappa
+        a, W, b, c = p0.a.copy(), p0.W.copy(), p0.b.copy(), p0.c
+        ga, gW, gb, gc = g.a.copy(), g.W.copy(), g.b.copy(), g.c
+        n, t, ngrad = 0, 0.0, 1
+        status = "horizon"
+        st = self.student
+        if loss_target > 0 and 2 * L / VY <= loss_target:
+            status = "converged"
+        else:
+            early = sorted(e for e in schedule.early if e > 0)
+            while n < max_updates and t < max_time:
+                nxt = (n // schedule.every + 1) * schedule.every
+                nxt = min([nxt] + [e for e in early if e > n])
+                nmax = min(nxt, max_updates) - n
+                buf_l, buf_t = np.empty(nmax), np.empty(nmax)
+                done, code, c, L, gc, t = pl_gd(
+                    nmax, t, lr, h, h * ma, h * mb, h * mc, max_time, bound, VY, loss_target,
+                    self.p, self.q, self.s, a, W, b, float(c), L, st.bias, st.intercept,
+                    *self.tables, ga, gW, gb, float(gc), buf_l, buf_t)
+                ngrad += done + (1 if code == DIVERGED else 0)
+                losses.extend(buf_l[:done].tolist())
+                ts.extend(buf_t[:done].tolist())
+                ns.extend(range(n + 1, n + done + 1))
+                n += done
+                if code in (DIVERGED, DIVERGED_STEP):
+                    status = "diverged"
+                    break
+                if n in schedule:
+                    rec.add(n, t, Params(a, W, b, c), L)
+                if code == CONVERGED:
+                    status = "converged"
+                    break
+                if done < nmax:          # stopped by max_time
+                    break
+        p = Params(a, W, b, c)
+        rec.add(n, t, p, L)
+        return p, L, n, t, status, losses, ns, ts, ngrad, 0
+
+
 def _axpy(p: Params, g: Params, h: float, ma: float, mb: float, mc: float) -> Params:
     return Params(p.a - (h * ma) * g.a, p.W - h * g.W, p.b - (h * mb) * g.b, p.c - (h * mc) * g.c)
 
@@ -293,17 +411,25 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     if not VY > 0:
         raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
 
-    def evaluate(q):
-        Lq, gq = loss_and_grad(student, q, teacher, rtol=rtol, check=False)
-        return Lq, gq, q
+    fz = _Fused.make(student, teacher) if _FUSED else None
+    if fz is not None:
+        evaluate = fz.evaluate
+    else:
+        def evaluate(q):
+            Lq, gq = loss_and_grad(student, q, teacher, rtol=rtol, check=False)
+            return Lq, gq, q
 
     def step(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
         return _axpy(q, g, h * kappa, ma, mb, mc)
 
     t0 = time.perf_counter()
     rec = _Recorder(cfg["schedule"], recorder, student, teacher)
-    p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
-        evaluate, step, _diff_norm, params, rec, VY, cfg)
+    if fz is not None and method == "gd":
+        p, L, n, t, status, losses, ns, ts, ngrad, forced = fz.integrate_gd(
+            params, rec, VY, cfg, kappa, ma, mb, mc)
+    else:
+        p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
+            evaluate, step, _diff_norm, params, rec, VY, cfg)
     sn, st, snaps = rec.arrays()
     info = dict(method=method, lr=cfg["lr"], head_lr_mult=ma, bias_lr_mult=mb,
                 intercept_lr_mult=mc, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],

@@ -45,7 +45,9 @@ Genz's Φ₂ (one exponential per node for all four moments: about the cost of o
 evaluator returns an error estimate (eps × the terms combined, each with the sensitivity to its
 rounded arguments; the rule's error for the Price form); if the estimate could exceed
 ``rtol``·|moment| + ``atol``·scale (scale = product of the two units' RMS sizes of σ or σ'),
-the next evaluator is tried: Price form → closed forms → (|r̃| > 0.925) the 1-D forms at
+the next evaluator is tried: bound (:func:`_ramps_bound`: a ramp–ramp term below the
+tolerance, one unit far in its tail, is the midpoint of [0, Cauchy–Schwarz bound]) → Price form
+→ closed forms → (|r̃| > 0.925) the 1-D forms at
 r̃ = ±1 with Price-bounded corrections when the thresholds are separated on the scale σ̃
 (:func:`_ramps_aligned`) → (0.925 ≤ r̃ < 1 − 1e−4) the Price form with an a-posteriori rule
 check (:func:`_ramps_price_checked`) → the four ramp quantities as 1-D integrals of positive
@@ -614,6 +616,31 @@ def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
     return phx * tot[0], phx * tot[2], phx * tot[1], phx * tot[3]
 
 
+# ------------------------------------------------------- ramp–ramp, a negligible ramp (bound)
+@jit
+def _ramps_bound(H0x, H1x, H2x, H0y, H1y, H2y):
+    """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) as midpoints of proven brackets [0, bound].
+
+    Each ramp quantity is the expectation of a product of non-negative factors, so it lies in
+    [0, b] with the Cauchy–Schwarz (or trivial) bounds
+
+        P̃ ≤ min(Hh₀(x), Hh₀(y)),         R̃ ≤ √(E(Z̃₁−x)₊² E(Z̃₂−y)₊²) = 2√(Hh₂(x)Hh₂(y)),
+        S̃ij ≤ min(√(2Hh₀(x)Hh₂(y)), Hh₁(y)),   S̃ji ≤ min(√(2Hh₀(y)Hh₂(x)), Hh₁(x)),
+
+    valid at every correlation.  Returned: b/2 and the error b/2 (times 1 + 32u for the rounding
+    of the 1-D moments and the square roots).  Used first, and kept only when the error meets
+    the target: when one unit lies so far in its tail that the ramp–ramp term is negligible,
+    where the other evaluators would work hard (e.g. the Price form needs ~V/8 panels,
+    V ~ x²/(2(1 − r̃²))) for a term far below the tolerance.
+    """
+    f = 0.5 * (1.0 + 32.0 * _EPS)
+    bP = min(H0x, H0y) * f
+    bSij = min(math.sqrt(2.0 * H0x * H2y), H1y) * f
+    bSji = min(math.sqrt(2.0 * H0y * H2x), H1x) * f
+    bR = 2.0 * math.sqrt(H2x * H2y) * f
+    return bP, bSij, bSji, bR, bP, bSij, bSji, bR
+
+
 # --------------------------------------------------------------------------- one pair
 @jit
 def _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R, eP, eSij, eSji, eR,
@@ -694,11 +721,14 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
         fB = Pi * Pj * ss
         fDij = Pi * si * Pj * alj
         fDji = Pj * sj * Pi * ali
-        # first choice: the Price form (|r̃| < 0.925; positive terms in the tails); while the
-        # estimated error is too large: the closed forms, the separated forms at |r̃| → 1, the
-        # checked Price form (0.925 ≤ r̃ < 1 − 1e−4), and the quadrature as the safety net
-        need = True
-        if om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
+        # a negligible ramp–ramp term is bounded, not computed; otherwise the Price form
+        # (|r̃| < 0.925; positive terms in the tails); while the estimated error is too large:
+        # the closed forms, the separated forms at |r̃| → 1, the checked Price form
+        # (0.925 ≤ r̃ < 1 − 1e−4), and the quadrature as the safety net
+        (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(H0i, H1i, H2i, H0j, H1j, H2j)
+        need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
+                           eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
+        if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
             (P, Sij, Sji, R,
              eP, eSij, eSji, eR) = _ramps_price(xi, xj, rt, phi_, phj, H0i, H1i, H0j, H1j)
             need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,

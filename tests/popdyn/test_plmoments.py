@@ -329,6 +329,8 @@ def units(draw):
 @example(ui=(1.0, -1.0, 1e-8, -1e-7), uj=(0.99, 0.01, 2.0, 0.3), phi=2.0)           # h = −10, relu(−t)
 @example(ui=(1.0, 0.0, 1e-8, 1.0), uj=(1.0, 0.0, 1.0, 0.0), phi=0.3)                # h = 1e8 (linear)
 @example(ui=(1.0, 0.0, 1.0, -6.0), uj=(1.0, 0.0, 1.0, -6.0), phi=0.2)               # tails, cancellation
+@example(ui=(1.0, 0.0, 0.0195, -0.00218), uj=(1.0, 0.0, 0.0117, 0.3826), phi=2.7386)  # h = 32.7, ρ ≈ −0.92
+@example(ui=(1.0, 0.0, 0.744, 0.00423), uj=(1.0, 0.0, 0.00605, 0.1735), phi=2.8)      # h = 28.7 vs h ≈ 0
 def test_live_mpmath(ui, uj, phi):
     rho, omr, opr = corr_from_angle(phi)
     check_pair(ui, uj, rho, omr, opr)

@@ -33,7 +33,7 @@ import mpmath as mp
 import numpy as np
 
 from popdyn._paths import DATA
-from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _ramps_aligned,
+from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _ramps_aligned, _ramps_bound,
                                       _ramps_direct, _ramps_price, _ramps_price_checked, _unit)
 
 REFS = DATA / "refs" / "plmoments_refs.json"
@@ -86,7 +86,7 @@ def _check(name, vals, ref, x, y, rt, sc, stats):
 def test_estimates_bound_actual_error():
     msgs = []
     ratios = []
-    n_price = n_direct = n_aligned = n_checked = 0
+    n_price = n_direct = n_aligned = n_checked = n_bound_tiny = 0
     for x, y, rt, om, op, ref in _cases():
         ux = _unit_inputs(x)
         uy = _unit_inputs(y)
@@ -97,6 +97,9 @@ def test_estimates_bound_actual_error():
             msgs += _check("price", _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y),
                            ref, x, y, rt, sc, ratios)
             n_price += 1
+        b = _ramps_bound(H0x, H1x, H2x, H0y, H1y, H2y)
+        msgs += _check("bound", b, ref, x, y, rt, sc, ratios)
+        n_bound_tiny += all(b[4 + k] <= RTOL * abs(ref[k]) + ATOL * sc[k] for k in range(4))
         msgs += _check("direct", _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x,
                                                H0y, H1y, H2y), ref, x, y, rt, sc, ratios)
         n_direct += 1

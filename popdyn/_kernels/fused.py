@@ -1,0 +1,257 @@
+"""Fused loss-and-gradient kernel and fixed-step GD loop for piecewise-linear students.
+
+The experiments spend almost all their time in population gradient descent of relu / leaky-relu
+students (with biases) against additive-link or PL-network teachers.  Evaluated through the
+general dispatcher (:func:`popdyn.objective.loss_and_grad`), one evaluation at m = 32 costs
+≈ 1 ms, most of it Python-level set-up around kernels that take a fraction of that.  This module
+evaluates the same formulas with the same kernels in one compiled call, and runs whole stretches
+of gradient descent (between two snapshots) inside numba.
+
+Formulas (DESIGN §3, :mod:`popdyn.objective`): with student units σ_j(α_j θ_j·x + β_j), teacher
+units t_k (directions θ*_k, scales α*_k, offsets β*_k, weights v_k; an additive link f is the
+unit f(u_k·x) with α* = 1, β* = 0, split into its PL part p relu + q id and its Hermite part)
+
+    L      = ½ (s² aᵀCa + 2sc aᵀμ0 + c² − 2(s aᵀCᵀv + c E[y]) + E[y²])
+    ∂L/∂a  = s (s C a + c μ0 − Cᵀ v)            ∂L/∂c = s aᵀμ0 + c − E[y]
+    ∂L/∂b  = s a ∘ (s D a + c μ1 − Dᵀ v)
+    ∂L/∂W  = s a ∘ [ θ ∘ (s Ã a + c μ2 − Ãᵀ v) + s B (a ∘ W) − Bᵀ (v ∘ α*θ*) ]
+
+Student–student moments: :func:`popdyn._kernels.plmoments.pl_self_moments`; PL cross moments:
+:func:`~popdyn._kernels.plmoments.pl_pair_moments`; Hermite cross moments: the closed-form unit
+coefficients :func:`popdyn._kernels.hermite.pl_coeffs` to the link's order N and the Mehler
+sums :func:`popdyn._kernels.mehler.mehler` — exactly the kernels, orders and tolerances of the
+general path (:mod:`popdyn._moments`, :mod:`popdyn._hermite_bridge`), so the two agree to
+rounding (tests/popdyn/test_fused.py compares them, and the integrators' trajectories).
+
+References
+----------
+Central seed paper (../shared/seeds/003_40ccf210d3358dbe.txt), population objective; DESIGN §3–§4.
+"""
+import math
+
+import numpy as np
+
+from ._jit import jit
+from .geometry import pair_geometry
+from .hermite import pl_coeffs
+from .mehler import mehler
+from .plmoments import ATOL, MAXINT, QTOL, RTOL, pl_first_moments, pl_pair_moments, pl_self_moments
+
+__all__ = ["pl_loss_grad", "pl_gd"]
+
+# status codes of pl_gd
+# (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
+RUNNING, CONVERGED, DIVERGED, DIVERGED_STEP = 0, 1, 2, 3
+
+
+@jit
+def _directions(W, al, th, ok):
+    m, d = W.shape
+    for i in range(m):
+        s = 0.0
+        for k in range(d):
+            s += W[i, k] * W[i, k]
+        a = math.sqrt(s)
+        al[i] = a
+        ok[i] = a > 0.0
+        for k in range(d):
+            th[i, k] = W[i, k] / a if a > 0.0 else 0.0
+
+
+@jit
+def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
+                 tth, tok, tal, tbe, tp, tq, tpl, H, dH, v, UT, ey, ey2,
+                 ga, gW, gb):
+    """L and its gradient for a PL student (σ = p relu + q id) against PL / additive teacher units.
+
+    Parameters
+    ----------
+    p, q, s : float
+        Student activation shape and output scale.
+    a, W, b, c : (m,), (m, d), (m,), float
+        Student parameters (b is read only when ``bias``).
+    bias, intercept : bool
+        Whether b and c are trainable (otherwise their gradient is 0).
+    tth, tok, tal, tbe : (k, d), (k,) bool, (k,), (k,)
+        Teacher unit directions, non-degeneracy flags, scales α* and offsets β*.
+    tp, tq : (k,)
+        PL shape of the teacher units (the link's PL part for an additive teacher).
+    tpl : bool
+        Whether the teacher units have a PL part at all.
+    H, dH : (N+1,)
+        Hermite part of an additive link and of its derivative (normalized coefficients;
+        N + 1 = 0 for none), already truncated at the general path's order.
+    v, UT : (k,), (k, d)
+        Teacher weights and α*θ* (rows).
+    ey, ey2 : float
+        E[y] and E[y²].
+    ga, gW, gb : outputs, overwritten.
+
+    Returns
+    -------
+    (L, ∂L/∂c)
+    """
+    m, d = W.shape
+    k = tth.shape[0]
+    al = np.empty(m)
+    th = np.empty((m, d))
+    ok = np.empty(m, dtype=np.bool_)
+    _directions(W, al, th, ok)
+    be = b.copy() if bias else np.zeros(m)
+    pv = np.full(m, p)
+    qv = np.full(m, q)
+    # student–student
+    R = th @ th.T
+    OMR = np.empty((m, m))
+    OPR = np.empty((m, m))
+    pair_geometry(th, ok, th, ok, R, OMR, OPR)
+    C = np.empty((m, m))
+    B = np.empty((m, m))
+    A = np.empty((m, m))
+    D = np.empty((m, m))
+    pl_self_moments(pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT)
+    mu0 = np.empty(m)
+    mu1 = np.empty(m)
+    mu2 = np.empty(m)
+    pl_first_moments(pv, qv, al, be, mu0, mu1, mu2)
+    # student–teacher
+    Rt = th @ tth.T
+    OMRt = np.empty((m, k))
+    OPRt = np.empty((m, k))
+    pair_geometry(th, ok, tth, tok, Rt, OMRt, OPRt)
+    Ct = np.zeros((m, k))
+    Bt = np.zeros((m, k))
+    At = np.zeros((m, k))
+    Dt = np.zeros((m, k))
+    if tpl:
+        pl_pair_moments(pv, qv, al, be, tp, tq, tal, tbe, Rt, OMRt, OPRt, Ct, Bt, At, Dt,
+                        RTOL, ATOL, QTOL, MAXINT)
+    n1 = H.shape[0]
+    if n1 > 0:
+        S = np.empty((m, n1))
+        Sd = np.empty((m, n1))
+        Sd2 = np.empty((m, n1))
+        pl_coeffs(p, q, al, be, S, Sd, Sd2)
+        Y = np.empty((k, n1))
+        dY = np.empty((k, n1))
+        for j in range(k):
+            Y[j] = H
+            dY[j] = dH
+        Rc = np.minimum(np.maximum(Rt, -1.0), 1.0)
+        T = np.empty((m, k))
+        mehler(S, Y, Rc, T)
+        Ct += T
+        mehler(Sd, Y, Rc, T)
+        Dt += T
+        mehler(Sd2, Y, Rc, T)
+        At += T
+        mehler(Sd, dY, Rc, T)
+        Bt += T
+    # loss (terms grouped as in popdyn.objective._loss_from)
+    Ca = C @ a
+    ff = s * s * (a @ Ca) + 2.0 * s * c * (a @ mu0) + c * c
+    Ctv = Ct @ v
+    fy = s * (a @ Ctv) + c * ey
+    L = 0.5 * (ff - 2.0 * fy + ey2)
+    # gradient
+    for i in range(m):
+        ga[i] = s * (s * Ca[i] + c * mu0[i] - Ctv[i])
+    gc = s * (a @ mu0) + c - ey if intercept else 0.0
+    if bias:
+        Da = D @ a
+        Dtv = Dt @ v
+        for i in range(m):
+            gb[i] = s * a[i] * (s * Da[i] + c * mu1[i] - Dtv[i])
+    else:
+        for i in range(m):
+            gb[i] = 0.0
+    scal = s * (A @ a) + c * mu2 - At @ v
+    aW = np.empty((m, d))
+    for i in range(m):
+        for j in range(d):
+            aW[i, j] = a[i] * W[i, j]
+    vU = np.empty((k, d))
+    for i in range(k):
+        for j in range(d):
+            vU[i, j] = v[i] * UT[i, j]
+    inner = s * (B @ aW) - Bt @ vU
+    for i in range(m):
+        f = s * a[i]
+        for j in range(d):
+            gW[i, j] = f * (th[i, j] * scal[i] + inner[i, j])
+    return L, gc
+
+
+@jit
+def _finite(a, W, b, c):
+    if not math.isfinite(c):
+        return False
+    for x in a:
+        if not math.isfinite(x):
+            return False
+    for x in b:
+        if not math.isfinite(x):
+            return False
+    for x in W.ravel():
+        if not math.isfinite(x):
+            return False
+    return True
+
+
+@jit
+def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
+          p, q, s, a, W, b, c, L, bias, intercept,
+          tth, tok, tal, tbe, tp, tq, tpl, H, dH, v, UT, ey, ey2,
+          ga, gW, gb, gc, losses, times):
+    """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
+
+    Mirrors :func:`popdyn.dynamics._integrate` (method "gd") exactly: an update is taken while
+    t < ``max_time``; a non-finite proposal, a non-finite loss or gradient, or L > ``bound`` ends
+    the loop with DIVERGED (DIVERGED_STEP when the proposal was not evaluated) and leaves the last
+    accepted state in place; 2L/V_Y ≤ ``loss_target`` (0 disables) ends it with CONVERGED.  The
+    state (a, W, b) and gradient (ga, gW, gb) are updated in place; ``losses[i]``, ``times[i]`` receive L and t after the i-th update.
+
+    Returns (n_done, status, c, L, gc, t).
+    """
+    m, d = W.shape
+    qa = np.empty(m)
+    qb = np.empty(m)
+    qW = np.empty((m, d))
+    fa = np.empty(m)
+    fb = np.empty(m)
+    fW = np.empty((m, d))
+    n = 0
+    t = t0
+    status = RUNNING
+    while n < nmax and t < max_time:
+        for i in range(m):
+            qa[i] = a[i] - ha * ga[i]
+            qb[i] = b[i] - hb * gb[i]
+            for j in range(d):
+                qW[i, j] = W[i, j] - hW * gW[i, j]
+        qc = c - hc * gc
+        if not _finite(qa, qW, qb, qc):
+            status = DIVERGED_STEP
+            break
+        Lq, gcq = pl_loss_grad(p, q, s, qa, qW, qb, qc, bias, intercept,
+                               tth, tok, tal, tbe, tp, tq, tpl, H, dH, v, UT, ey, ey2, fa, fW, fb)
+        if not (math.isfinite(Lq) and Lq <= bound and _finite(fa, fW, fb, gcq)):
+            status = DIVERGED
+            break
+        a[:] = qa
+        b[:] = qb
+        W[:, :] = qW
+        c = qc
+        ga[:] = fa
+        gb[:] = fb
+        gW[:, :] = fW
+        gc = gcq
+        L = Lq
+        t += lr
+        losses[n] = L
+        times[n] = t
+        n += 1
+        if loss_target > 0.0 and 2.0 * L / VY <= loss_target:
+            status = CONVERGED
+            break
+    return n, status, c, L, gc, t
