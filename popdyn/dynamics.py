@@ -270,6 +270,10 @@ class _Fused:
             else:
                 H = dH = np.zeros(0)
             UT = tth
+            big = np.maximum(np.abs(H), np.abs(dH))
+            L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
+            ttol = 1e-17 * max(1.0, float(np.sqrt(g.h_second_moment)),
+                               float(np.sqrt(g.h_d_second_moment)))
         elif teacher.kind == "network" and teacher.activation.kind == "pl":
             act = teacher.activation
             tth = np.ascontiguousarray(teacher.theta, dtype=np.float64)
@@ -277,12 +281,13 @@ class _Fused:
             tbe = np.ascontiguousarray(teacher.bias, dtype=np.float64)
             tp, tq = np.full(k, float(act.p)), np.full(k, float(act.q))
             tpl = True
-            H = dH = np.zeros(0)
+            H = dH = L1 = np.zeros(0)
+            ttol = 0.0
             UT = np.ascontiguousarray(teacher.theta * teacher.alpha[:, None])
         else:
             return None
         v = np.ascontiguousarray(teacher.weights, dtype=np.float64)
-        tables = (tth, tal > 0, tal, tbe, tp, tq, bool(tpl), H, dH, v, UT,
+        tables = (tth, tal > 0, tal, tbe, tp, tq, bool(tpl), H, dH, L1, ttol, v, UT,
                   float(teacher.mean), float(teacher.second_moment))
         return cls(student, teacher, tables)
 
