@@ -49,7 +49,7 @@ the next evaluator is tried: bound (:func:`_ramps_bound`: a ramp–ramp term bel
 tolerance, one unit far in its tail, is the midpoint of [0, Cauchy–Schwarz bound]) → Price form
 → closed forms → (|r̃| > 0.925) the 1-D forms at
 r̃ = ±1 with Price-bounded corrections when the thresholds are separated on the scale σ̃
-(:func:`_ramps_aligned`) → (0.925 ≤ r̃ < 1 − 1e−4) the Price form with an a-posteriori rule
+(:func:`_ramps_aligned`) → (0.925 ≤ |r̃| < 1 − 1e−4) the Price form with an a-posteriori rule
 check (:func:`_ramps_price_checked`) → the four ramp quantities as 1-D integrals of positive
 integrands, e.g. R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive
 Gauss–Kronrod (7–15) with relative tolerance ``qtol`` (measured accuracy ~1e−14; ~25 µs a pair;
@@ -260,7 +260,7 @@ def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
 # ---------------------------------------------------- ramp–ramp, Price (correlation) integral
 # |r̃| below this: the Price form (integral over the correlation from r̃ = 0) is available
 _PRICE_RMAX = 0.925
-# 1 − r̃ above this: the checked Price form is tried before the quadrature (r̃ > 0.925)
+# 1 − |r̃| above this: the checked Price form is tried before the quadrature (|r̃| > 0.925)
 _PRICE_OMMIN = 1e-4
 
 
@@ -724,7 +724,7 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
         # a negligible ramp–ramp term is bounded, not computed; otherwise the Price form
         # (|r̃| < 0.925; positive terms in the tails); while the estimated error is too large:
         # the closed forms, the separated forms at |r̃| → 1, the checked Price form
-        # (0.925 ≤ r̃ < 1 − 1e−4), and the quadrature as the safety net
+        # (0.925 ≤ |r̃| < 1 − 1e−4), and the quadrature as the safety net
         (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(H0i, H1i, H2i, H0j, H1j, H2j)
         need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
                            eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
@@ -748,7 +748,7 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
                                           eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
                     P, Sij, Sji, R = P2, Sij2, Sji2, R2
                     need = False
-            if need and rt > 0.0 and om < 1.0 - _PRICE_RMAX and om > _PRICE_OMMIN:
+            if need and _PRICE_OMMIN < min(om, op) < 1.0 - _PRICE_RMAX:
                 (P2, Sij2, Sji2, R2,
                  eP, eSij, eSji, eR) = _ramps_price_checked(xi, xj, rt, phi_, phj,
                                                             H0i, H1i, H0j, H1j)
