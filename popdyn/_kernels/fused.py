@@ -67,8 +67,9 @@ def _hermite_cross(p, q, al, be, Rt, H, dH, L1, ttol, Ct, Bt, At, Dt):
     unit's largest |ρ| against the teacher units.  Every coefficient of a unit is bounded by
     E_i = max(α_i, 1)·|p|·K·φ(0)·e^{−h_i²/4} (Cramér, K = 1.086435; n ≥ 2), so the terms dropped
     are at most E_i·ttol — with ``ttol`` = 1e−17·max(1, RMS of the Hermite part and of its
-    derivative), the level at which the general path truncates the link table itself (at r = 1, N_i = N).  Weakly
-    correlated units (r ≈ 0.1 at small initialization) need N_i ≈ 17 instead of N ≈ 217 (SiLU).
+    derivative), the level at which the general path truncates the link table itself (at r = 1,
+    N_i = N).  Weakly correlated units (r ≈ 0.1 at small initialization) need N_i ≈ 17 instead
+    of N ≈ 217 (SiLU).  Orders below 2 are never cut (the n ≤ 1 terms carry the linear part).
     """
     m = al.shape[0]
     k = Rt.shape[1]
