@@ -43,20 +43,33 @@ def _link_order(g) -> int:
     N_tab = g.coeffs.shape[0] - 1
     if g.is_polynomial:
         return N_tab
-    target = 1e-17 * max(1.0, np.sqrt(g.h_second_moment), np.sqrt(g.h_d_second_moment))
+    target = _link_target(g)
     ok = np.flatnonzero((g.l1 <= target) & (g.dl1 <= target))
     return int(ok[0]) if ok.size else N_tab
 
 
-def _link_seqs(g, k, N, include_pl):
-    """(S, tails_S, Dd, tails_Dd) rows for k copies of link g up to order N (α = 1, β = 0)."""
-    N = min(N, g.coeffs.shape[0] - 1) if not g.is_polynomial else N
+def _link_target(g) -> float:
+    """1e−17 × max(1, RMS of the link's Hermite part, RMS of its derivative): the level at which
+    a link's series are truncated."""
+    return 1e-17 * max(1.0, float(np.sqrt(g.h_second_moment)), float(np.sqrt(g.h_d_second_moment)))
+
+
+def _link_coeffs(g, N):
+    """(H, dH, nH, nd): the link's Hermite coefficients and its derivative's, cut or zero-padded
+    to order N (nH, nd: the last stored orders used)."""
     H = np.zeros(N + 1)
     dH = np.zeros(N + 1)
     nH = min(N, g.coeffs.shape[0] - 1)
     H[:nH + 1] = g.coeffs[:nH + 1]
     nd = min(N, g.dcoeffs.shape[0] - 1)
     dH[:nd + 1] = g.dcoeffs[:nd + 1]
+    return H, dH, nH, nd
+
+
+def _link_seqs(g, k, N, include_pl):
+    """(S, tails_S, Dd, tails_Dd) rows for k copies of link g up to order N (α = 1, β = 0)."""
+    N = min(N, g.coeffs.shape[0] - 1) if not g.is_polynomial else N
+    H, dH, nH, nd = _link_coeffs(g, N)
     if g.is_polynomial or nH == g.coeffs.shape[0] - 1 and g.t2[-1] == 0:
         t2 = sup = l1 = 0.0
     else:

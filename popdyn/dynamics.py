@@ -252,7 +252,7 @@ class _Fused:
             return None
         k = teacher.k
         if teacher.kind == "additive":
-            from ._hermite_bridge import _link_order
+            from ._hermite_bridge import _link_coeffs, _link_order, _link_target
 
             g = teacher.link
             tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
@@ -260,20 +260,13 @@ class _Fused:
             tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
             tpl = g.p != 0.0 or g.q != 0.0
             if np.any(g.coeffs != 0.0):
-                N = _link_order(g)
-                H = np.zeros(N + 1)
-                dH = np.zeros(N + 1)
-                nH = min(N, g.coeffs.shape[0] - 1)
-                H[:nH + 1] = g.coeffs[:nH + 1]
-                nd = min(N, g.dcoeffs.shape[0] - 1)
-                dH[:nd + 1] = g.dcoeffs[:nd + 1]
+                H, dH, _, _ = _link_coeffs(g, _link_order(g))
             else:
                 H = dH = np.zeros(0)
             UT = tth
             big = np.maximum(np.abs(H), np.abs(dH))
             L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
-            ttol = 1e-17 * max(1.0, float(np.sqrt(g.h_second_moment)),
-                               float(np.sqrt(g.h_d_second_moment)))
+            ttol = _link_target(g)
         elif teacher.kind == "network" and teacher.activation.kind == "pl":
             act = teacher.activation
             tth = np.ascontiguousarray(teacher.theta, dtype=np.float64)
