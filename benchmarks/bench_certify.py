@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 
@@ -33,6 +31,8 @@ from popdyn._moments import moments
 from popdyn.diagnostics import agop_from_moments, alignment, refit_problem
 from popdyn.diagnostics.refit import solve_cutoff
 from popdyn.objective import _loss_from
+
+from _timing import paired
 
 
 def setting(d, m, r):
@@ -55,21 +55,6 @@ def certified(S, p, T, U, prec=128):
     clear_cache()
     return (certify.loss(S, p, T, prec=prec), certify.alignment(S, p, U, prec=prec),
             certify.refit_risk(S, p, T, "unrestricted", prec=prec))
-
-
-def paired(f_ref, f_test, reps):
-    f_ref(), f_test()
-    r, t, q = [], [], []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f_ref()
-        t1 = time.perf_counter()
-        f_test()
-        t2 = time.perf_counter()
-        r.append(t1 - t0)
-        t.append(t2 - t1)
-        q.append((t2 - t1) / (t1 - t0))
-    return statistics.median(r), statistics.median(t), statistics.median(q)
 
 
 def main(argv=None):

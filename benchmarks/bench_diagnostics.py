@@ -38,6 +38,8 @@ from popdyn.diagnostics import agop_from_moments, alignment, diagnose, refit_pro
 from popdyn.diagnostics.refit import solve_ball, solve_cutoff
 from popdyn.objective import loss_and_grad
 
+from _timing import paired
+
 
 def _time(fn, reps):
     fn()                                        # warm-up (numba compilation, caches)
@@ -47,23 +49,6 @@ def _time(fn, reps):
         fn()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts)
-
-
-def _paired(f_ref, f_test, reps):
-    """Interleaved timing (ref, test, ref, test, …): median of the per-pair ratios, so that load
-    drift on a shared machine affects both alike."""
-    f_ref(), f_test()
-    r, t, q = [], [], []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f_ref()
-        t1 = time.perf_counter()
-        f_test()
-        t2 = time.perf_counter()
-        r.append(t1 - t0)
-        t.append(t2 - t1)
-        q.append((t2 - t1) / (t1 - t0))
-    return statistics.median(r), statistics.median(t), statistics.median(q)
 
 
 def main(argv=None):
@@ -84,9 +69,9 @@ def main(argv=None):
 
     all_kinds = ("unrestricted", "same_budget", "bounded", "projected")
     lg = lambda: loss_and_grad(S, p, T)
-    t_lg, t_all, q_all = _paired(lg, lambda: diagnose(S, p, T, kinds=all_kinds, budget=1.0,
+    t_lg, t_all, q_all = paired(lg, lambda: diagnose(S, p, T, kinds=all_kinds, budget=1.0,
                                                       geometry=True), args.reps)
-    _, t_rec, q_rec = _paired(lg, lambda: diagnose(S, p, T), args.reps)
+    _, t_rec, q_rec = paired(lg, lambda: diagnose(S, p, T), args.reps)
     # breakdown
     M = moments(S, p, T, grad=False)
     prob = refit_problem(S, p, T, moments=M)

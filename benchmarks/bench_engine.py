@@ -26,15 +26,7 @@ import popdyn
 from popdyn._kernels._jit import jit
 from popdyn._kernels.bvn import bvn_cdf
 
-
-def best_of(f, reps=7, inner=1):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            f()
-        ts.append((time.perf_counter() - t0) / inner)
-    return min(ts)
+from _timing import best_of
 
 
 @jit

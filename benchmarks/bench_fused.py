@@ -26,16 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-
-def _best(fns, rounds=5, reps=20):
-    best = [np.inf] * len(fns)
-    for _ in range(rounds):
-        for k, f in enumerate(fns):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                f()
-            best[k] = min(best[k], (time.perf_counter() - t0) / reps)
-    return best
+from _timing import best_interleaved  # noqa: E402
 
 
 def main() -> int:
@@ -68,7 +59,7 @@ def main() -> int:
                 pl.pl_self_moments(su.p, su.q, su.al, su.be, R, OMR, OPR, *out,
                                    pl.RTOL, pl.ATOL, pl.QTOL, pl.MAXINT)
 
-            tg, tf, ts = _best([lambda: loss_and_grad(student, p, teacher, check=False),
+            tg, tf, ts = best_interleaved([lambda: loss_and_grad(student, p, teacher, check=False),
                                 lambda: fz.evaluate(p), self_only])
             line.append(f"{name}: general {1e3 * tg:.3f} ms, fused {1e3 * tf:.3f} ms "
                         f"(ratio {tg / tf:.2f}; pair moments {ts / tf:.0%} of fused)")

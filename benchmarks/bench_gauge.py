@@ -19,14 +19,7 @@ import popdyn
 from popdyn import gauge
 from proofs_checks.gauge_separation import FULL_REGIMES, QUICK_REGIMES
 
-
-def best_of(f, reps=5):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
+from _timing import best_of
 
 
 def main(full: bool):

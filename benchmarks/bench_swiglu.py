@@ -9,21 +9,13 @@ one BLAS thread,
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_swiglu.py
 """
 import os
-import time
 
 import numpy as np
 
 import popdyn
 from popdyn.swiglu import moments
 
-
-def best_of(f, reps=7):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
+from _timing import best_of
 
 
 def main():

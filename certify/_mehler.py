@@ -45,6 +45,8 @@ import math
 import numpy as np
 
 from popdyn._kernels._jit import jit
+from popdyn._kernels.eft import two_prod as _two_prod
+from popdyn._kernels.eft import two_sum as _two_sum
 
 __all__ = ["scaled_rows", "mehler_pairs"]
 
@@ -66,28 +68,6 @@ def scaled_rows(W: np.ndarray) -> np.ndarray:
 @jit
 def _gamma(k):
     return k * _U / (1.0 - k * _U)
-
-
-@jit
-def _two_sum(a, b):
-    s = a + b
-    z = s - a
-    return s, (a - (s - z)) + (b - z)
-
-
-@jit
-def _split(a):
-    c = 134217729.0 * a          # 2^27 + 1 (Veltkamp)
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-@jit
-def _two_prod(a, b):
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
 
 
 @jit

@@ -80,6 +80,8 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, arb_series, ctx
 
+from popdyn.links import _hermite_monomials  # exact integer coefficients of He_k
+
 from . import _arb as A
 from . import _mehler as _mh
 from .errors import CertificationError
@@ -167,19 +169,10 @@ class _PL:
             if not self.has_ramp:
                 c.extend([arb(0)] * (K - 1))
             else:
-                t = self.x if self.s == 1 else -self.x         # t = −h
                 pre = self.p * self.al * self.ph               # p α φ(h)
-                h0, h1 = arb(1), t
+                hs = _hnorm(self.x if self.s == 1 else -self.x, K - 2)   # ĥ_k(−h)
                 for n in range(2, K + 1):
-                    k = n - 2                                   # need ĥ_k(t)
-                    if k == 0:
-                        hk = h0
-                    elif k == 1:
-                        hk = h1
-                    else:
-                        h0, h1 = h1, (t * h1 - _sqrt(k - 1) * h0) / _sqrt(k)
-                        hk = h1
-                    c.append(pre * hk / (_sqrt(n) * _sqrt(n - 1)))
+                    c.append(pre * hs[n - 2] / (_sqrt(n) * _sqrt(n - 1)))
         self._coef = (c, None)
         return c, self._tail(c)
 
@@ -191,19 +184,10 @@ class _PL:
         if not self.has_ramp:
             d.extend([arb(0)] * K)
             return c, d, tc, 0.0
-        t = self.x if self.s == 1 else -self.x
         pre = self.p * self.ph                              # p φ(h)
-        h0, h1 = arb(1), t
+        hs = _hnorm(self.x if self.s == 1 else -self.x, K - 1)
         for n in range(1, K + 1):                           # d_n = p φ(h) ĥ_{n-1}(−h)/√n
-            k = n - 1
-            if k == 0:
-                hk = h0
-            elif k == 1:
-                hk = h1
-            else:
-                h0, h1 = h1, (t * h1 - _sqrt(k - 1) * h0) / _sqrt(k)
-                hk = h1
-            d.append(pre * hk / _sqrt(n))
+            d.append(pre * hs[n - 1] / _sqrt(n))
         sd = arb(0)
         for v in d:
             sd += v * v
@@ -233,6 +217,22 @@ def _sqrt(n: int):
     if n >= len(tab):
         tab.extend(arb(k).sqrt() for k in range(len(tab), max(n + 1, 2 * len(tab), 256)))
     return tab[n]
+
+
+def _hnorm(t, K):
+    """[ĥ_0(t), …, ĥ_K(t)] (balls): normalized Hermite polynomials ĥ_k = He_k/√k! by the
+    recurrence ĥ_k = (t ĥ_{k−1} − √(k−1) ĥ_{k−2})/√k (empty for K < 0)."""
+    out = []
+    h0, h1 = arb(1), t
+    for k in range(K + 1):
+        if k == 0:
+            out.append(h0)
+        elif k == 1:
+            out.append(h1)
+        else:
+            h0, h1 = h1, (t * h1 - _sqrt(k - 1) * h0) / _sqrt(k)
+            out.append(h1)
+    return out
 
 
 def _hh1(z):
@@ -367,14 +367,6 @@ class _Herm:
     @property
     def K(self) -> int:
         return len(self.c) - 1
-
-
-def _hermite_monomials(k):
-    out = {}
-    for j in range(k // 2 + 1):
-        out[k - 2 * j] = (-1) ** j * math.factorial(k) // (
-            math.factorial(j) * math.factorial(k - 2 * j) * 2 ** j)
-    return out
 
 
 def _fr(x: Fraction):

@@ -221,20 +221,14 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ----------
     Seed paper 003 (refit MSE); DESIGN.md §5, §6 (Lagrangian dual lower bound).
     """
-    from popdyn import _validate as V_
-    from popdyn.diagnostics.refit import (RefitProblem, _check_budget, check_kind, solve_ball,
-                                          solve_cutoff)
+    from popdyn.diagnostics.refit import (RefitProblem, _check_refit_args, check_kind,
+                                          solve_ball, solve_cutoff)
     from popdyn.objective import _check
 
     prec = A.check_prec(prec)
     kind = check_kind(kind)
     _check(student, params, teacher)
-    budget = _check_budget(kind, budget)
-    rcond = V_.real("rcond", rcond, positive=True)
-    if not rcond < 1:
-        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
-    if not isinstance(equilibrate, (bool, np.bool_)):
-        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
     if not student_supported(student):
         raise CertificationError(
             f"certified refit covers relu / leaky_relu students, not {student.activation!r}",

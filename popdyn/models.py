@@ -14,8 +14,45 @@ from .activations import Activation, get_activation
 SCALINGS = ("standard", "mean_field")
 
 
+class ParamArrays:
+    """Methods shared by the parameter containers (:class:`Params`, :class:`popdyn.SwiGLUParams`):
+    the array fields named in ``_ARRAYS`` -- ``a`` (m,) first, then a (m, d) array -- and the
+    intercept ``c``."""
+
+    _ARRAYS: tuple = ()
+
+    @property
+    def m(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def d(self) -> int:
+        return getattr(self, self._ARRAYS[1]).shape[1]
+
+    def _arrays(self):
+        return [getattr(self, f) for f in self._ARRAYS]
+
+    def replace(self, **kw):
+        return replace(self, **kw)
+
+    def copy(self):
+        return type(self)(*[x.copy() for x in self._arrays()], self.c)
+
+    def flat(self) -> np.ndarray:
+        """All parameters as one vector (the arrays in field order, row-major, then c)."""
+        return np.concatenate([x.ravel() for x in self._arrays()] + [[self.c]])
+
+    def is_finite(self) -> bool:
+        return bool(all(np.all(np.isfinite(x)) for x in self._arrays()) and np.isfinite(self.c))
+
+    def to_dict(self) -> dict:
+        out = {f: x.tolist() for f, x in zip(self._ARRAYS, self._arrays())}
+        out["c"] = self.c
+        return out
+
+
 @dataclass(frozen=True)
-class Params:
+class Params(ParamArrays):
     """Parameters of a two-layer student: head ``a`` (m,), first layer ``W`` (m, d), biases ``b`` (m,),
     intercept ``c`` (float).  Also used for gradients (same shapes).
 
@@ -26,6 +63,7 @@ class Params:
     W: np.ndarray
     b: np.ndarray
     c: float = 0.0
+    _ARRAYS = ("a", "W", "b")
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -42,35 +80,10 @@ class Params:
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "c", float(self.c))
 
-    @property
-    def m(self) -> int:
-        return self.a.shape[0]
-
-    @property
-    def d(self) -> int:
-        return self.W.shape[1]
-
-    def replace(self, **kw) -> "Params":
-        return replace(self, **kw)
-
-    def copy(self) -> "Params":
-        return Params(self.a.copy(), self.W.copy(), self.b.copy(), self.c)
-
-    def flat(self) -> np.ndarray:
-        """All parameters as one vector (a, W row-major, b, c)."""
-        return np.concatenate([self.a, self.W.ravel(), self.b, [self.c]])
-
     @classmethod
     def from_flat(cls, v: np.ndarray, m: int, d: int) -> "Params":
         v = np.asarray(v, dtype=np.float64)
         return cls(v[:m], v[m:m + m * d].reshape(m, d), v[m + m * d:2 * m + m * d], float(v[-1]))
-
-    def is_finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.W))
-                    and np.all(np.isfinite(self.b)) and np.isfinite(self.c))
-
-    def to_dict(self) -> dict:
-        return {"a": self.a.tolist(), "W": self.W.tolist(), "b": self.b.tolist(), "c": self.c}
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from . import _validate as V
 from ._hermite import _rule_cached
 from ._kernels import swiglu as _ks
 from .dynamics import Trajectory
+from .models import ParamArrays
 
 _EPS = np.finfo(np.float64).eps
 _NMIN, _NMAX = 16, 4096
@@ -120,7 +121,7 @@ def _bucket(a: float) -> int:
 
 # ---------------------------------------------------------------------------- parameters
 @dataclass(frozen=True)
-class SwiGLUParams:
+class SwiGLUParams(ParamArrays):
     """Parameters of a SwiGLU student: head ``a`` (m,), gates ``G`` (m, d), values ``V`` (m, d),
     intercept ``c``.  Also used for gradients.  Arrays are float64 copies (use :meth:`replace`)."""
 
@@ -128,6 +129,7 @@ class SwiGLUParams:
     G: np.ndarray
     V: np.ndarray
     c: float = 0.0
+    _ARRAYS = ("a", "G", "V")
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -144,36 +146,11 @@ class SwiGLUParams:
         object.__setattr__(self, "V", Vv)
         object.__setattr__(self, "c", float(self.c))
 
-    @property
-    def m(self) -> int:
-        return self.a.shape[0]
-
-    @property
-    def d(self) -> int:
-        return self.G.shape[1]
-
-    def replace(self, **kw) -> "SwiGLUParams":
-        return replace(self, **kw)
-
-    def copy(self) -> "SwiGLUParams":
-        return SwiGLUParams(self.a.copy(), self.G.copy(), self.V.copy(), self.c)
-
-    def flat(self) -> np.ndarray:
-        """All parameters as one vector (a, G row-major, V row-major, c)."""
-        return np.concatenate([self.a, self.G.ravel(), self.V.ravel(), [self.c]])
-
     @classmethod
     def from_flat(cls, v, m: int, d: int) -> "SwiGLUParams":
         v = np.asarray(v, dtype=np.float64)
         k = m * d
         return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:m + 2 * k].reshape(m, d), float(v[-1]))
-
-    def is_finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.G))
-                    and np.all(np.isfinite(self.V)) and np.isfinite(self.c))
-
-    def to_dict(self) -> dict:
-        return {"a": self.a.tolist(), "G": self.G.tolist(), "V": self.V.tolist(), "c": self.c}
 
 
 @dataclass(frozen=True)
@@ -669,7 +646,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     Kinds ``unrestricted`` (the paper's equilibrated 1e−12 eigencutoff solve), ``same_budget``
     and ``bounded``.  ``projected`` is not defined for SwiGLU students (ValueError).
     """
-    from .diagnostics.refit import _check_budget, _refit, check_kind
+    from .diagnostics.refit import _check_refit_args, _refit, check_kind
 
     kind = check_kind(kind)
     if kind == "projected":
@@ -678,16 +655,11 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     if U is not None:
         raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
     _check(student, params, teacher)
-    budget = _check_budget(kind, budget)
-    rcond = V.real("rcond", rcond, positive=True)
-    if not rcond < 1:
-        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
-    if not isinstance(equilibrate, (bool, np.bool_)):
-        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
     prob = refit_problem(moments(student, params, teacher), teacher)
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
-    return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate), params=params)
+    return _refit(prob, kind, budget, rcond=rcond, equilibrate=equilibrate, params=params)
 
 
 # ---------------------------------------------------------------------------- dynamics

@@ -76,6 +76,7 @@ import numpy as np
 from ._jit import jit
 from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err, _interval_prob,
                   _sin_small, hh1_pos, mills3, norm_cdf, norm_hh, norm_pdf)
+from .eft import two_prod as _two_prod
 
 __all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments"]
 
@@ -107,24 +108,6 @@ MAXINT = 200       # maximal number of subintervals of the adaptive quadrature
 
 
 # ----------------------------------------------------------------------------- single units
-@jit
-def _split(a):
-    """Dekker's splitting a = hi + lo with 26-bit halves (exact)."""
-    c = 134217729.0 * a
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-@jit
-def _two_prod(a, b):
-    """a·b = p + e exactly (Dekker; no fma needed)."""
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
-
-
 @jit
 def _h_phi(be, al):
     """h = β/α rounded, and φ(β/α) with the exact quotient: the rounding of h is not amplified

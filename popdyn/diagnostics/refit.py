@@ -391,6 +391,18 @@ def _check_budget(kind, budget):
     return V.real("budget", budget, positive=True)
 
 
+def _check_refit_args(kind, budget, rcond, equilibrate):
+    """Validated (budget, rcond, equilibrate) of a refit of ``kind`` (already checked): shared by
+    :func:`refit_risk`, :func:`popdyn.swiglu.refit_risk` and :func:`certify.refit_risk`."""
+    budget = _check_budget(kind, budget)
+    rcond = V.real("rcond", rcond, positive=True)
+    if not rcond < 1:
+        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
+    if not isinstance(equilibrate, (bool, np.bool_)):
+        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+    return budget, rcond, bool(equilibrate)
+
+
 def _refit(prob: RefitProblem, kind: str, budget, *, rcond, equilibrate, params=None) -> Refit:
     if budget is None:
         out = solve_cutoff(prob, rcond=rcond, equilibrate=equilibrate)
@@ -470,12 +482,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
                               equilibrate=equilibrate, rtol=rtol)
     kind = check_kind(kind)
     _check(student, params, teacher)
-    budget = _check_budget(kind, budget)
-    rcond = V.real("rcond", rcond, positive=True)
-    if not rcond < 1:
-        raise ValueError(f"`rcond` must be in (0, 1), got {rcond!r}")
-    if not isinstance(equilibrate, (bool, np.bool_)):
-        raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
+    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
     rtol = V.real("rtol", rtol, positive=True)
     if kind == "projected":
         from .geometry import snap_to_axes, teacher_frame

@@ -119,7 +119,6 @@ def test_loss_narrows_with_prec():
     cfg = CONFIGS[2]
     S, p, T = build(cfg)
     clear_cache()
-    L = _f(REFS[cfg["name"]]["loss"])
     widths = []
     for prec in (24, 40, 64, 192):
         res = certify.loss(S, p, T, prec=prec)

@@ -16,6 +16,8 @@ from popdyn.diagnostics import agop, alignment, diagnose, gate_geometry, recorde
 from popdyn.experiments import Store, run_one, sweep, table
 from popdyn.experiments.runner import build, spec_key
 
+from _stores import same_run
+
 SWIGLU = """
 name = "tiny_swiglu"
 [[teachers]]
@@ -84,20 +86,6 @@ checkpoint_every = 6
 
 def _cfg(text, method="flow", updates=12):
     return C.loads(text.format(method=method, updates=updates))
-
-
-def _strip(rec):
-    rec = dict(rec)
-    rec.pop("info")
-    return rec
-
-
-def _same_run(s1, s2, key):
-    assert _strip(s1.record(key)) == _strip(s2.record(key))
-    a1, a2 = s1.arrays(key), s2.arrays(key)
-    assert sorted(a1) == sorted(a2)
-    for k in a1:
-        assert np.array_equal(a1[k], a2[k]), k
 
 
 # ---------------------------------------------------------------------------- diagnostics
@@ -204,7 +192,7 @@ def test_resume_is_identical(tmp_path, text, method):
     out = run_one(spec, str(tmp_path / "a"))
     assert out["resumed"] and not (st.run_dir(key) / "checkpoint.npz").exists()
     run_one(spec, str(tmp_path / "b"))
-    _same_run(st, Store(tmp_path / "b"), key)
+    same_run(st, Store(tmp_path / "b"), key)
     assert st.record(key)["info"]["resumed"] is True
 
 
@@ -215,7 +203,7 @@ def test_worker_processes_identical(swiglu_store, tmp_path):
     res = sweep(_cfg(SWIGLU), tmp_path / "w2", workers=2, progress=False)
     assert res["ran"] == 4
     for k in res["keys"]:
-        _same_run(Store(swiglu_store), Store(tmp_path / "w2"), k)
+        same_run(Store(swiglu_store), Store(tmp_path / "w2"), k)
     assert table(swiglu_store, "csv") == table(tmp_path / "w2", "csv")
 
 

@@ -12,7 +12,6 @@ def _units(seed, m, p, q):
     rng = np.random.default_rng(seed)
     d = 3
     # directions with pairwise |ρ| ≤ 1/2: perturb orthogonal axes mildly
-    T = np.eye(d)[:m] if m <= d else None
     W = rng.normal(size=(m, d)) * 0.3 + np.eye(d)[:m] * 2.0
     al = np.linalg.norm(W, axis=1)
     th = W / al[:, None]

@@ -11,13 +11,14 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pytest
 
 from popdyn import config as C
 from popdyn.cli import main
 from popdyn.experiments import (SchedulerError, Store, StoreError, run_one, sweep, table)
 from popdyn.experiments.runner import spec_key
+
+from _stores import same_run
 
 TINY = """
 name = "tiny"
@@ -51,20 +52,6 @@ def tiny(method="gd", updates=40, **kw):
     return C.loads(TINY.format(method=method, updates=updates))
 
 
-def _strip(rec):
-    rec = dict(rec)
-    rec.pop("info")
-    return rec
-
-
-def _same_run(s1, s2, key):
-    assert _strip(s1.record(key)) == _strip(s2.record(key))
-    a1, a2 = s1.arrays(key), s2.arrays(key)
-    assert sorted(a1) == sorted(a2)
-    for k in a1:
-        assert np.array_equal(a1[k], a2[k]), k
-
-
 def test_workers_and_rerun_identical(tmp_path):
     cfg = tiny()
     r1 = sweep(cfg, tmp_path / "s1", workers=1, progress=False)
@@ -72,7 +59,7 @@ def test_workers_and_rerun_identical(tmp_path):
     assert r1["keys"] == r2["keys"] and r1["ran"] == 4 and r2["ran"] == 4
     s1, s2 = Store(tmp_path / "s1"), Store(tmp_path / "s2")
     for k in r1["keys"]:
-        _same_run(s1, s2, k)
+        same_run(s1, s2, k)
     for fmt in ("md", "latex", "csv"):
         assert table(s1, fmt) == table(s2, fmt)
     again = sweep(cfg, tmp_path / "s1", workers=2, progress=False)
@@ -92,7 +79,7 @@ def test_resume_is_identical(tmp_path, method):
     out = run_one(spec, str(tmp_path / "a"))
     assert out["resumed"] and not (st.run_dir(key) / "checkpoint.npz").exists()
     run_one(spec, str(tmp_path / "b"))
-    _same_run(st, Store(tmp_path / "b"), key)
+    same_run(st, Store(tmp_path / "b"), key)
     assert st.record(key)["info"]["resumed"] is True
 
 
@@ -145,7 +132,7 @@ def test_sigkill_midway_then_rerun(tmp_path):
     for fmt in ("md", "latex", "csv"):
         assert table(st, fmt) == table(tmp_path / "fresh", fmt)
     for k in st.keys():
-        _same_run(st, Store(tmp_path / "fresh"), k)
+        same_run(st, Store(tmp_path / "fresh"), k)
 
 
 def test_dask_local_cluster_identical(tmp_path):
@@ -159,7 +146,7 @@ def test_dask_local_cluster_identical(tmp_path):
     assert res["ran"] == 4
     assert table(tmp_path / "s1", "csv") == table(tmp_path / "s2", "csv")
     for k in res["keys"]:
-        _same_run(Store(tmp_path / "s1"), Store(tmp_path / "s2"), k)
+        same_run(Store(tmp_path / "s1"), Store(tmp_path / "s2"), k)
 
 
 def test_unreachable_scheduler(tmp_path):
