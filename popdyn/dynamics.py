@@ -238,7 +238,10 @@ class _Fused:
     and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
 
     def __init__(self, student, teacher, tables):
+        from ._kernels.fused import pl_loss_grad
+
         self.student, self.teacher, self.tables = student, teacher, tables
+        self._kernel = pl_loss_grad
         self.p, self.q = float(student.act.p), float(student.act.q)
         self.s = float(student.s)
 
@@ -285,11 +288,9 @@ class _Fused:
         return cls(student, teacher, tables)
 
     def evaluate(self, q: Params):
-        from ._kernels.fused import pl_loss_grad
-
         st = self.student
         ga, gW, gb = np.empty(st.m), np.empty((st.m, st.d)), np.empty(st.m)
-        L, gc = pl_loss_grad(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c), st.bias,
+        L, gc = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c), st.bias,
                              st.intercept, *self.tables, ga, gW, gb)
         return float(L), Params(ga, gW, gb, float(gc)), q
 

@@ -390,6 +390,29 @@ def _K_laguerre(h, k, a2):
 
 
 @jit
+def _exponent_range(h, k, r):
+    """(E_min, E_max) of E(θ) = (hk sin θ − (h²+k²)/2)/cos²θ, the exponent of φ₂(h, k; sin θ)
+    (times 2π cos θ), over θ ∈ [0, asin r]: the endpoints and the interior stationary point
+    sin θ* = k/h or h/k (E(θ*) = −max(h², k²)/2) when it lies between 0 and r.  Symmetric under
+    (h, k) → (−h, −k)."""
+    hk = h * k
+    hs = 0.5 * (h * h + k * k)
+    e0 = -hs
+    e1 = (r * hk - hs) / ((1.0 - r) * (1.0 + r))
+    emax = max(e0, e1)
+    emin = min(e0, e1)
+    ah = abs(h)
+    ak = abs(k)
+    if ah > 0.0 and ak > 0.0:
+        ts = min(ah, ak) / max(ah, ak)
+        if hk < 0.0:
+            ts = -ts
+        if (r > 0.0 and 0.0 < ts < r) or (r < 0.0 and r < ts < 0.0):
+            emax = max(emax, -0.5 * max(ah, ak) ** 2)
+    return emin, emax
+
+
+@jit
 def _bvn_lo(h, k, r):
     """Φ₂(h,k;r), |r| < 0.925, from Φ(h)Φ(k) + (1/2π)∫₀^{asin r} g(θ) dθ; returns (value, base).
 
@@ -403,19 +426,7 @@ def _bvn_lo(h, k, r):
     hk = h * k
     hs = 0.5 * (h * h + k * k)
     asr = math.asin(r)
-    e0 = -hs
-    e1 = (r * hk - hs) / ((1.0 - r) * (1.0 + r))
-    emax = max(e0, e1)
-    emin = min(e0, e1)
-    # interior stationary point sin θ* = k/h or h/k (E(θ*) = −max(h², k²)/2) if between 0 and r
-    ah = abs(h)
-    ak = abs(k)
-    if ah > 0.0 and ak > 0.0:
-        ts = min(ah, ak) / max(ah, ak)
-        if hk < 0.0:
-            ts = -ts
-        if (r > 0.0 and 0.0 < ts < r) or (r < 0.0 and r < ts < 0.0):
-            emax = max(emax, -0.5 * max(ah, ak) ** 2)
+    emin, emax = _exponent_range(h, k, r)
     V = emax - emin
     ar = abs(r)
     if V > 8.0:

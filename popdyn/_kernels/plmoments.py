@@ -74,8 +74,8 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err, _interval_prob,
-                  _sin_small, hh1_pos, mills3, norm_cdf, norm_hh, norm_pdf)
+from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err, _exponent_range,
+                  _interval_prob, _sin_small, hh1_pos, mills3, norm_cdf, norm_hh, norm_pdf)
 from .eft import two_prod as _two_prod
 
 __all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments"]
@@ -276,21 +276,8 @@ def _price_sum(U, W, x, y, rt, a0, pw):
 @jit
 def _price_logvar(x, y, rt):
     """(V, E_min): log-variation and minimum of the exponent of φ₂(x, y; sin θ)·cos θ over
-    θ ∈ [0, asin rt] (endpoints and the interior stationary point), as in ``_bvn_lo``."""
-    xy = x * y
-    hs = 0.5 * (x * x + y * y)
-    e0 = -hs
-    e1 = (rt * xy - hs) / ((1.0 - rt) * (1.0 + rt))
-    emax = max(e0, e1)
-    emin = min(e0, e1)
-    ax = abs(x)
-    ay = abs(y)
-    if ax > 0.0 and ay > 0.0:
-        ts = min(ax, ay) / max(ax, ay)
-        if xy < 0.0:
-            ts = -ts
-        if (rt > 0.0 and 0.0 < ts < rt) or (rt < 0.0 and rt < ts < 0.0):
-            emax = max(emax, -0.5 * max(ax, ay) ** 2)
+    θ ∈ [0, asin rt] (:func:`popdyn._kernels.bvn._exponent_range`, as in ``_bvn_lo``)."""
+    emin, emax = _exponent_range(x, y, rt)
     return emax - emin, emin
 
 

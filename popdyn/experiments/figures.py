@@ -143,12 +143,10 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
         tgrid = None
         if x == "time":
             tgrid = np.linspace(0.0, min(float(a["snap_t"][-1]) for _, a in runs), 200)
-        # 2: alignment
-        ax = axes[1, j]
-        for key, ls, lab in (("a_min", "-", "A_min"), ("a_mean", "--", "A_mean"),
-                             ("a_top", "-.", "A_top")):
+        def seeds_and_band(ax, key, col, label, ls="-"):
+            """Every seed's series of record ``key`` (thin), the 10–90 % band and the mean."""
             for r, a in runs:
-                ax.plot(X(a["snap_n"], a["snap_t"]), _series(r["records"], key), color=colors[key],
+                ax.plot(X(a["snap_n"], a["snap_t"]), _series(r["records"], key), color=col,
                         lw=0.4, alpha=0.3, ls=ls)
             if x == "log_updates":
                 Y = [on_common(r, a, key) for r, a in runs]
@@ -156,8 +154,14 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
             else:
                 Y = [np.interp(tgrid, a["snap_t"], _series(r["records"], key)) for r, a in runs]
                 gx = tgrid
-            _band(ax, gx, Y, colors[key], label=lab)
+            _band(ax, gx, Y, col, label=label)
             ax.lines[-1].set_linestyle(ls)
+
+        # 2: alignment
+        ax = axes[1, j]
+        for key, ls, lab in (("a_min", "-", "A_min"), ("a_mean", "--", "A_mean"),
+                             ("a_top", "-.", "A_top")):
+            seeds_and_band(ax, key, colors[key], lab, ls)
         rr = recs[0]["r"] / recs[0]["d"]
         ax.axhline(rr, color="0.4", ls=":", lw=0.8)
         ax.set_ylim(-0.03, 1.03)
@@ -166,17 +170,7 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
         kinds = [k for k in recs[0]["checkpoints"]["init"]
                  if k.startswith("refit_") and not k.endswith("_lower")]
         for c, key in enumerate(kinds):
-            col = rcol[c % len(rcol)]
-            for r, a in runs:
-                ax.plot(X(a["snap_n"], a["snap_t"]), _series(r["records"], key), color=col,
-                        lw=0.4, alpha=0.3)
-            if x == "log_updates":
-                Y = [on_common(r, a, key) for r, a in runs]
-                gx = xgrid()
-            else:
-                Y = [np.interp(tgrid, a["snap_t"], _series(r["records"], key)) for r, a in runs]
-                gx = tgrid
-            _band(ax, gx, Y, col, label=key[len("refit_"):].replace("_", "-"))
+            seeds_and_band(ax, key, rcol[c % len(rcol)], key[len("refit_"):].replace("_", "-"))
         # 4: angle heatmap (ordinary students) or gate angles (SwiGLU)
         ax = axes[3, j]
         if "hist_subspace" not in recs[0]["records"][0] and \
@@ -185,18 +179,7 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
             for key, ls, lab in (("gate_weighted_angle", "-", "gate (weighted)"),
                                  ("gate_median_angle", "--", "gate (median)"),
                                  ("value_weighted_angle", ":", "value (weighted)")):
-                col = gcol[key]
-                for r, a in runs:
-                    ax.plot(X(a["snap_n"], a["snap_t"]), _series(r["records"], key), color=col,
-                            lw=0.4, alpha=0.3, ls=ls)
-                if x == "log_updates":
-                    Y = [on_common(r, a, key) for r, a in runs]
-                    gx = xgrid()
-                else:
-                    Y = [np.interp(tgrid, a["snap_t"], _series(r["records"], key)) for r, a in runs]
-                    gx = tgrid
-                _band(ax, gx, Y, col, label=lab)
-                ax.lines[-1].set_linestyle(ls)
+                seeds_and_band(ax, key, gcol[key], lab, ls)
             ax.set_ylim(0, 90)
             ax.legend(fontsize=7, loc="upper right", frameon=False)
         elif "hist_subspace" in recs[0]["records"][0] and common:
