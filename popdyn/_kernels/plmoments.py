@@ -347,20 +347,41 @@ def _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
     """
     asr = math.asin(rt)
     V, emin = _price_logvar(x, y, rt)
-    art = abs(rt)
     if V > 8.0:
         a0, a1, a2, a3, a4, a5, a6 = _price_panels(x, y, rt, asr, int(V / 8.0) + 1)
         sc = 1.0
     else:
-        # Genz's 6-point rule (|r| < 0.3, V < 0.05) only where the weights x − t y, y − t x of
-        # S̃ keep their sign on [0, r̃]: with a sign change it misses S̃ by up to 1e−14 relative
-        if art < 0.3 and V < 0.05 and x * (x - rt * y) > 0.0 and y * (y - rt * x) > 0.0:
+        rule = _price_rule(x, y, rt, V)
+        if rule == 0:
             a0, a1, a2, a3, a4, a5, a6 = _price_sum(_GL6_U, _GL6_W, x, y, rt, 0.0, asr)
-        elif art < 0.75 and V < 1.0:
+        elif rule == 1:
             a0, a1, a2, a3, a4, a5, a6 = _price_sum(_GL12_U, _GL12_W, x, y, rt, 0.0, asr)
         else:
             a0, a1, a2, a3, a4, a5, a6 = _price_sum(_GL20_U, _GL20_W, x, y, rt, 0.0, asr)
         sc = asr
+    return _price_assemble(a0, a1, a2, a3, a4, a5, a6, sc, rt, emin,
+                           phx, phy, H0x, H1x, H0y, H1y)
+
+
+@jit
+def _price_rule(x, y, rt, V):
+    """Gauss–Legendre rule of the single-panel Price form (V ≤ 8): 0 → 6, 1 → 12, 2 → 20 points.
+
+    Genz's 6-point rule (|r| < 0.3, V < 0.05) only where the weights x − t y, y − t x of S̃ keep
+    their sign on [0, r̃]: with a sign change it misses S̃ by up to 1e−14 relative."""
+    art = abs(rt)
+    if art < 0.3 and V < 0.05 and x * (x - rt * y) > 0.0 and y * (y - rt * x) > 0.0:
+        return 0
+    if art < 0.75 and V < 1.0:
+        return 1
+    return 2
+
+
+@jit
+def _price_assemble(a0, a1, a2, a3, a4, a5, a6, sc, rt, emin, phx, phy, H0x, H1x, H0y, H1y):
+    """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) of :func:`_ramps_price` from the 7 node sums
+    (:func:`_price_sum`) times ``sc`` (the panel width, or asin r̃ for one panel)."""
+    art = abs(rt)
     sc = sc / _TWOPI
     asc = abs(sc)
     I0 = a0 * sc
@@ -644,12 +665,9 @@ def _cond_sigma(p, q, mu, tau):
 
 
 @jit
-def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag,
-                  rtol, atol, qtol, maxint):
-    """All pair moments of unit i (set 1) and unit j (set 2).  Returns (C, B, Aij, Aji, Dij, Dji).
-
-    ``diag``: the two units are the same unit (ρ = 1 exactly, A = 0).
-    """
+def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
+    """The parts of the pair moments that need no ramp–ramp term (Stein's lemma on the linear
+    parts, and A from the conditional law).  Returns (C, B, Aij, Aji, Dij, Dji)."""
     Pi, Qi, si, xi, pdi, H0i, H1i, H2i, phi_, mu0i, mu1i, mu2i, r0i, r1i = ui
     Pj, Qj, sj, xj, pdj, H0j, H1j, H2j, phj, mu0j, mu1j, mu2j, r0j, r1j = uj
     # linear parts (Stein): E[t_i g(t_j)] = β_i E[g] + α_i α_j ρ E[g']
@@ -673,64 +691,97 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
         if pdj != 0.0:
             Aji = pdj * phj * _cond_sigma(pi, qi, _cond_mean(bei, ali * sj * xj, rho, omr, opr),
                                           ali * sg)
-    if Pi != 0.0 and Pj != 0.0:
-        ss = si * sj
-        if diag:
-            rt = 1.0
-            om = 0.0
-            op = 2.0
-        elif ss > 0.0:
-            rt = rho
-            om = omr
-            op = opr
-        else:
-            rt = -rho
-            om = opr
-            op = omr
-        fC = Pi * Pj * ali * alj
-        fB = Pi * Pj * ss
-        fDij = Pi * si * Pj * alj
-        fDji = Pj * sj * Pi * ali
-        # a negligible ramp–ramp term is bounded, not computed; otherwise the Price form
-        # (|r̃| < 0.925; positive terms in the tails); while the estimated error is too large:
-        # the closed forms, the separated forms at |r̃| → 1, the checked Price form
-        # (0.925 ≤ |r̃| < 1 − 1e−4), and the quadrature as the safety net
-        (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(H0i, H1i, H2i, H0j, H1j, H2j)
-        need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
-                           eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
-        if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
-            (P, Sij, Sji, R,
-             eP, eSij, eSji, eR) = _ramps_price(xi, xj, rt, phi_, phj, H0i, H1i, H0j, H1j)
+    return C, B, Aij, Aji, Dij, Dji
+
+
+@jit
+def _ramp_frame(ui, uj, ali, alj, rho, omr, opr, diag):
+    """(r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji): correlation of the two canonical ramps and the
+    factors with which the ramp–ramp terms R̃, P̃, S̃ij, S̃ji enter C, B, Dij, Dji."""
+    Pi, si = ui[0], ui[2]
+    Pj, sj = uj[0], uj[2]
+    ss = si * sj
+    if diag:
+        rt = 1.0
+        om = 0.0
+        op = 2.0
+    elif ss > 0.0:
+        rt = rho
+        om = omr
+        op = opr
+    else:
+        rt = -rho
+        om = opr
+        op = omr
+    return (rt, om, op, Pi * Pj * ali * alj, Pi * Pj * ss, Pi * si * Pj * alj,
+            Pj * sj * Pi * ali)
+
+
+@jit
+def _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
+                fC, fB, fDij, fDji, C, B, Dij, Dji, rtol, atol, qtol, maxint):
+    """The evaluators after the bound and the Price form, while ``need`` (the estimated error
+    of the current values exceeds the target): the closed forms, the separated forms at
+    |r̃| → 1, the checked Price form (0.925 ≤ |r̃| < 1 − 1e−4), the quadrature as the safety net.
+    Returns (P̃, S̃ij, S̃ji, R̃)."""
+    xi, H0i, H1i, H2i, phi_, r0i, r1i = ui[3], ui[5], ui[6], ui[7], ui[8], ui[12], ui[13]
+    xj, H0j, H1j, H2j, phj, r0j, r1j = uj[3], uj[5], uj[6], uj[7], uj[8], uj[12], uj[13]
+    if need:
+        (P, Sij, Sji, R,
+         eP, eSij, eSji, eR) = _ramps_direct(xi, xj, rt, om, op, phi_, phj,
+                                            H0i, H1i, H2i, H0j, H1j, H2j)
+    if om > 0.0 and op > 0.0:
+        if need:
             need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
                                eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
+        if need and (om < 1.0 - _PRICE_RMAX or op < 1.0 - _PRICE_RMAX):
+            (P2, Sij2, Sji2, R2, eP, eSij, eSji, eR,
+             ok) = _ramps_aligned(xi, xj, rt, om, op, phi_, phj, H0i, H1i, H2i, H0j, H1j, H2j)
+            if ok and not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
+                                      eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
+                P, Sij, Sji, R = P2, Sij2, Sji2, R2
+                need = False
+        if need and _PRICE_OMMIN < min(om, op) < 1.0 - _PRICE_RMAX:
+            (P2, Sij2, Sji2, R2,
+             eP, eSij, eSji, eR) = _ramps_price_checked(xi, xj, rt, phi_, phj,
+                                                        H0i, H1i, H0j, H1j)
+            if not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
+                               eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
+                P, Sij, Sji, R = P2, Sij2, Sji2, R2
+                need = False
         if need:
+            if xi >= xj:
+                P, Sij, Sji, R = _ramps_quad(xi, xj, rt, om, op, phi_, qtol, maxint)
+            else:
+                P, Sji, Sij, R = _ramps_quad(xj, xi, rt, om, op, phj, qtol, maxint)
+    return P, Sij, Sji, R
+
+
+@jit
+def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag,
+                  rtol, atol, qtol, maxint):
+    """All pair moments of unit i (set 1) and unit j (set 2).  Returns (C, B, Aij, Aji, Dij, Dji).
+
+    ``diag``: the two units are the same unit (ρ = 1 exactly, A = 0).
+    A negligible ramp–ramp term is bounded, not computed (:func:`_ramps_bound`); otherwise the
+    Price form (|r̃| < 0.925; positive terms in the tails), then :func:`_ramps_rest`.
+    """
+    C, B, Aij, Aji, Dij, Dji = _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej,
+                                            rho, omr, opr, diag)
+    if ui[0] != 0.0 and uj[0] != 0.0:
+        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, ali, alj, rho, omr, opr, diag)
+        (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(ui[5], ui[6], ui[7],
+                                                            uj[5], uj[6], uj[7])
+        need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
+                           eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+        if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
             (P, Sij, Sji, R,
-             eP, eSij, eSji, eR) = _ramps_direct(xi, xj, rt, om, op, phi_, phj,
-                                                H0i, H1i, H2i, H0j, H1j, H2j)
-        if om > 0.0 and op > 0.0:
-            if need:
-                need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
-                                   eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol)
-            if need and (om < 1.0 - _PRICE_RMAX or op < 1.0 - _PRICE_RMAX):
-                (P2, Sij2, Sji2, R2, eP, eSij, eSji, eR,
-                 ok) = _ramps_aligned(xi, xj, rt, om, op, phi_, phj, H0i, H1i, H2i, H0j, H1j, H2j)
-                if ok and not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
-                                          eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
-                    P, Sij, Sji, R = P2, Sij2, Sji2, R2
-                    need = False
-            if need and _PRICE_OMMIN < min(om, op) < 1.0 - _PRICE_RMAX:
-                (P2, Sij2, Sji2, R2,
-                 eP, eSij, eSji, eR) = _ramps_price_checked(xi, xj, rt, phi_, phj,
-                                                            H0i, H1i, H0j, H1j)
-                if not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
-                                   eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
-                    P, Sij, Sji, R = P2, Sij2, Sji2, R2
-                    need = False
-            if need:
-                if xi >= xj:
-                    P, Sij, Sji, R = _ramps_quad(xi, xj, rt, om, op, phi_, qtol, maxint)
-                else:
-                    P, Sji, Sij, R = _ramps_quad(xj, xi, rt, om, op, phj, qtol, maxint)
+             eP, eSij, eSji, eR) = _ramps_price(ui[3], uj[3], rt, ui[8], uj[8],
+                                                ui[5], ui[6], uj[5], uj[6])
+            need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
+                               eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+        P, Sij, Sji, R = _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
+                                     fC, fB, fDij, fDji, C, B, Dij, Dji, rtol, atol, qtol, maxint)
         C += fC * R
         B += fB * P
         Dij += fDij * Sij
