@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .geometry import pair_geometry
+from .geometry import pair_geometry, pair_geometry_self
 from .hermite import pl_coeffs
 from .plmoments import ATOL, MAXINT, QTOL, RTOL, pl_first_moments, pl_pair_moments, pl_self_moments
 
@@ -157,7 +157,7 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     R = th @ th.T
     OMR = np.empty((m, m))
     OPR = np.empty((m, m))
-    pair_geometry(th, ok, th, ok, R, OMR, OPR)
+    pair_geometry_self(th, ok, R, OMR, OPR)
     C = np.empty((m, m))
     B = np.empty((m, m))
     A = np.empty((m, m))

@@ -56,3 +56,45 @@ def pair_geometry(T1, ok1, T2, ok2, R, OMR, OPR):
                 R[i, j] = r
                 OMR[i, j] = 1.0 - r
                 OPR[i, j] = 1.0 + r
+
+
+@jit
+def pair_geometry_self(T, ok, R, OMR, OPR):
+    """:func:`pair_geometry` of one set with itself on the upper triangle (i < j) only -- what
+    :func:`popdyn._kernels.plmoments.pl_self_moments` reads; the diagonal and the lower
+    triangle are left as they are.  Bit-identical to :func:`pair_geometry` there; only the
+    complement that is kept (½|θ_i − θ_j|² for ρ > 0, ½|θ_i + θ_j|² for ρ < 0) is summed."""
+    m, d = T.shape
+    for i in range(m):
+        for j in range(i + 1, m):
+            if not (ok[i] and ok[j]):
+                R[i, j] = 0.0
+                OMR[i, j] = 1.0
+                OPR[i, j] = 1.0
+                continue
+            r = R[i, j]
+            if r > 1.0:
+                r = 1.0
+            elif r < -1.0:
+                r = -1.0
+            if abs(r) > 0.5:
+                sg = -1.0 if r > 0 else 1.0
+                sm = 0.0
+                for k in range(d):
+                    dm = T[i, k] + sg * T[j, k]
+                    sm += dm * dm
+                c = 0.5 * sm
+                if c > 2.0:
+                    c = 2.0
+                if r > 0:
+                    R[i, j] = 1.0 - c
+                    OMR[i, j] = c
+                    OPR[i, j] = 2.0 - c
+                else:
+                    R[i, j] = c - 1.0
+                    OMR[i, j] = 2.0 - c
+                    OPR[i, j] = c
+            else:
+                R[i, j] = r
+                OMR[i, j] = 1.0 - r
+                OPR[i, j] = 1.0 + r

@@ -74,9 +74,12 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err, _exponent_range,
-                  _interval_prob, _sin_small, hh1_pos, mills3, norm_cdf, norm_hh, norm_pdf)
+from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _MILLS_WMAX, _bvn_err,
+                  _exponent_range, _interval_prob, _sin_small, hh1_batch, hh1_pos, mills3,
+                  norm_cdf, norm_hh, norm_pdf)
 from .eft import two_prod as _two_prod
+from .vmath import exp_batch
+from .vmath import sin_small as _sin_vec
 
 __all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments"]
 
@@ -653,21 +656,32 @@ def _cond_mean(b, ah, rho, omr, opr):
 
 
 @jit
-def _cond_sigma(p, q, mu, tau):
-    """E[p relu(T) + q T] for T ~ N(mu, tau²), with the ramp always taken on its tail side."""
+def _cond_parts(p, q, mu, tau):
+    """E[p relu(T) + q T] for T ~ N(mu, tau²) as base + coef·Hh₁(w), the ramp always taken on
+    its tail side (w ≥ 0; coef = 0 when the ramp term vanishes in float64)."""
     if mu > 0.0:
         if tau == 0.0 or mu > _HBIG * tau:
-            return (p + q) * mu
-        return (p + q) * mu + p * tau * hh1_pos(mu / tau)
+            return (p + q) * mu, 0.0, 0.0
+        return (p + q) * mu, p * tau, mu / tau
     if tau == 0.0 or -mu > _HBIG * tau:
-        return q * mu
-    return q * mu + p * tau * hh1_pos(-mu / tau)
+        return q * mu, 0.0, 0.0
+    return q * mu, p * tau, -mu / tau
 
 
 @jit
-def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
-    """The parts of the pair moments that need no ramp–ramp term (Stein's lemma on the linear
-    parts, and A from the conditional law).  Returns (C, B, Aij, Aji, Dij, Dji)."""
+def _cond_sigma(p, q, mu, tau):
+    """E[p relu(T) + q T] for T ~ N(mu, tau²) (:func:`_cond_parts` with Hh₁ = :func:`hh1_pos`)."""
+    base, coef, w = _cond_parts(p, q, mu, tau)
+    if coef == 0.0:
+        return base
+    return base + coef * hh1_pos(w)
+
+
+@jit
+def _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
+    """The parts of the pair moments that need no ramp–ramp term: Stein's lemma on the linear
+    parts, and A from the conditional law, A = f·(base + coef·Hh₁(w)) (:func:`_cond_parts`).
+    Returns (C, B, Dij, Dji, (f, base, coef, w) of Aij, the same of Aji)."""
     Pi, Qi, si, xi, pdi, H0i, H1i, H2i, phi_, mu0i, mu1i, mu2i, r0i, r1i = ui
     Pj, Qj, sj, xj, pdj, H0j, H1j, H2j, phj, mu0j, mu1j, mu2j, r0j, r1j = uj
     # linear parts (Stein): E[t_i g(t_j)] = β_i E[g] + α_i α_j ρ E[g']
@@ -675,8 +689,8 @@ def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag
     B = Qi * mu1j
     Dij = Qi * mu0j
     Dji = Qj * mu0i
-    Aij = 0.0
-    Aji = 0.0
+    fij = bij = cij = wij = 0.0
+    fji = bji = cji = wji = 0.0
     if Pi != 0.0:
         C += Pi * ali * Qj * (bej * H1i + alj * si * rho * H0i)
         B += Pi * si * H0i * Qj
@@ -686,12 +700,32 @@ def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag
     if not diag and (pdi != 0.0 or pdj != 0.0):
         sg = math.sqrt(omr * opr)
         if pdi != 0.0:   # E[σ_j | t_i = 0]: t_j ~ N(β_j − α_j ρ h_i, (α_j σ)²)
-            Aij = pdi * phi_ * _cond_sigma(pj, qj, _cond_mean(bej, alj * si * xi, rho, omr, opr),
-                                           alj * sg)
+            fij = pdi * phi_
+            bij, cij, wij = _cond_parts(pj, qj, _cond_mean(bej, alj * si * xi, rho, omr, opr),
+                                        alj * sg)
         if pdj != 0.0:
-            Aji = pdj * phj * _cond_sigma(pi, qi, _cond_mean(bei, ali * sj * xj, rho, omr, opr),
-                                          ali * sg)
-    return C, B, Aij, Aji, Dij, Dji
+            fji = pdj * phj
+            bji, cji, wji = _cond_parts(pi, qi, _cond_mean(bei, ali * sj * xj, rho, omr, opr),
+                                        ali * sg)
+    return C, B, Dij, Dji, (fij, bij, cij, wij), (fji, bji, cji, wji)
+
+
+@jit
+def _a_value(a):
+    """A = f·(base + coef·Hh₁(w)) from the parts of :func:`_pair_linear_parts`."""
+    f, base, coef, w = a
+    if coef == 0.0:
+        return f * base
+    return f * (base + coef * hh1_pos(w))
+
+
+@jit
+def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
+    """The parts of the pair moments that need no ramp–ramp term (Stein's lemma on the linear
+    parts, and A from the conditional law).  Returns (C, B, Aij, Aji, Dij, Dji)."""
+    C, B, Dij, Dji, aij, aji = _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej,
+                                                  rho, omr, opr, diag)
+    return C, B, _a_value(aij), _a_value(aji), Dij, Dji
 
 
 @jit
@@ -789,6 +823,226 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
     return C, B, Aij, Aji, Dij, Dji
 
 
+# ------------------------------------------------------------------ many pairs at once
+@jit(error_model="numpy")
+def _price_batch(GU, GW, x, y, rt, asr, out):
+    """out[p, :] = the 7 sums of :func:`_price_sum` (GU, GW; x[p], y[p], rt[p], a0 = 0,
+    pw = asr[p]) for all p: the same operations in the same order, with the sine in Estrin's
+    form (:func:`popdyn._kernels.vmath.sin_small`) and the exponentials of
+    :func:`popdyn._kernels.vmath.exp_batch` (each within 2 ulp).
+
+    Written as short loops over the pairs, each storing into one array, so that LLVM
+    vectorizes them (its run-time alias checks are few); ``error_model="numpy"`` removes the
+    zero-division branch (1 − t² ≥ 0.14 here)."""
+    n = x.shape[0]
+    nn = GU.shape[0]
+    T = np.empty((nn, n))
+    IC = np.empty((nn, n))
+    G = np.empty((nn, n))
+    xy = np.empty(n)
+    hs = np.empty(n)
+    for p in range(n):
+        xy[p] = x[p] * y[p]
+    for p in range(n):
+        hs[p] = 0.5 * (x[p] * x[p] + y[p] * y[p])
+    for k in range(nn):
+        u = GU[k]
+        Tk = T[k]
+        ICk = IC[k]
+        Gk = G[k]
+        for p in range(n):
+            Tk[p] = _sin_vec(0.0 + asr[p] * u)
+        for p in range(n):
+            ICk[p] = 1.0 / ((1.0 - Tk[p]) * (1.0 + Tk[p]))
+        for p in range(n):
+            Gk[p] = (Tk[p] * xy[p] - hs[p]) * ICk[p]
+    Gf = G.reshape(nn * n)
+    exp_batch(Gf, Gf)
+    S = np.zeros((7, n))
+    g = np.empty(n)
+    gd = np.empty(n)
+    uu = np.empty(n)
+    vv = np.empty(n)
+    for k in range(nn):
+        w = GW[k]
+        Tk = T[k]
+        ICk = IC[k]
+        Gk = G[k]
+        for p in range(n):
+            g[p] = w * Gk[p]
+        for p in range(n):
+            gd[p] = g[p] * (rt[p] - Tk[p])
+        for p in range(n):
+            uu[p] = (x[p] - Tk[p] * y[p]) * ICk[p]
+        for p in range(n):
+            vv[p] = (y[p] - Tk[p] * x[p]) * ICk[p]
+        s = S[0]
+        for p in range(n):
+            s[p] += g[p]
+        s = S[1]
+        for p in range(n):
+            s[p] += gd[p]
+        s = S[2]
+        for p in range(n):
+            s[p] += gd[p] * uu[p]
+        s = S[3]
+        for p in range(n):
+            s[p] += gd[p] * vv[p]
+        s = S[4]
+        for p in range(n):
+            s[p] += abs(gd[p])
+        s = S[5]
+        for p in range(n):
+            s[p] += abs(gd[p]) * abs(uu[p])
+        s = S[6]
+        for p in range(n):
+            s[p] += abs(gd[p]) * abs(vv[p])
+    for p in range(n):
+        for c in range(7):
+            out[p, c] = S[c, p]
+
+
+@jit
+def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
+                  rtol, atol, qtol, maxint, out):
+    """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
+    RHO[k], OM[k], OP[k], DG[k]; out[k] = (C, B, Aij, Aji, Dij, Dji).
+
+    The same evaluators in the same order, but the single-panel Price forms (the common case)
+    are deferred and evaluated together, per Gauss–Legendre rule, by :func:`_price_batch`
+    (vectorized over the pairs); each deferred pair then continues exactly as in
+    :func:`_pair_moments` (:func:`_ramps_rest` when its estimate misses the target).
+    """
+    n = I.shape[0]
+    nd = 0
+    DK = np.empty(n, np.int64)
+    X = np.empty(n)
+    Y = np.empty(n)
+    RT = np.empty(n)
+    ASR = np.empty(n)
+    EMIN = np.empty(n)
+    RULE = np.empty(n, np.int64)
+    na = 0
+    AK = np.empty(2 * n, np.int64)     # deferred Hh₁ of the A terms: out[k, 2 + side]
+    AW = np.empty(2 * n)
+    AF = np.empty(2 * n)
+    AB = np.empty(2 * n)
+    AC = np.empty(2 * n)
+    for k in range(n):
+        i = I[k]
+        j = J[k]
+        ui = U1[i]
+        uj = U2[j]
+        rho, omr, opr, diag = RHO[k], OM[k], OP[k], DG[k]
+        c, b, dij, dji, pa, pb = _pair_linear_parts(ui, p1[i], q1[i], al1[i], be1[i],
+                                                    uj, p2[j], q2[j], al2[j], be2[j],
+                                                    rho, omr, opr, diag)
+        aij = aji = 0.0
+        for side in range(2):
+            f, base, coef, w = pa if side == 0 else pb
+            if coef != 0.0 and w <= _MILLS_WMAX:
+                AK[na] = 2 * k + side
+                AW[na] = w
+                AF[na] = f
+                AB[na] = base
+                AC[na] = coef
+                na += 1
+            elif side == 0:
+                aij = _a_value(pa)
+            else:
+                aji = _a_value(pb)
+        if ui[0] != 0.0 and uj[0] != 0.0:
+            rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
+                                                         rho, omr, opr, diag)
+            (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(ui[5], ui[6], ui[7],
+                                                                uj[5], uj[6], uj[7])
+            need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                               eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+            deferred = False
+            if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
+                V, emin = _price_logvar(ui[3], uj[3], rt)
+                if V <= 8.0:
+                    deferred = True
+                    DK[nd] = k
+                    X[nd] = ui[3]
+                    Y[nd] = uj[3]
+                    RT[nd] = rt
+                    ASR[nd] = math.asin(rt)
+                    EMIN[nd] = emin
+                    RULE[nd] = _price_rule(ui[3], uj[3], rt, V)
+                    nd += 1
+                else:
+                    (P, Sij, Sji, R,
+                     eP, eSij, eSji, eR) = _ramps_price(ui[3], uj[3], rt, ui[8], uj[8],
+                                                        ui[5], ui[6], uj[5], uj[6])
+                    need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                                       eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13],
+                                       rtol, atol)
+            if not deferred:
+                P, Sij, Sji, R = _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
+                                             rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
+                                             rtol, atol, qtol, maxint)
+                c += fC * R
+                b += fB * P
+                dij += fDij * Sij
+                dji += fDji * Sji
+        out[k, 0] = c
+        out[k, 1] = b
+        out[k, 2] = aij
+        out[k, 3] = aji
+        out[k, 4] = dij
+        out[k, 5] = dji
+    if na > 0:
+        H = np.empty(na)
+        hh1_batch(AW[:na], H)
+        for e in range(na):
+            out[AK[e] // 2, 2 + AK[e] % 2] = AF[e] * (AB[e] + AC[e] * H[e])
+    if nd == 0:
+        return
+    S7 = np.empty((nd, 7))
+    for rule in range(3):
+        sel = np.empty(nd, np.int64)
+        ns = 0
+        for d in range(nd):
+            if RULE[d] == rule:
+                sel[ns] = d
+                ns += 1
+        if ns == 0:
+            continue
+        sel = sel[:ns]
+        part = np.empty((ns, 7))
+        if rule == 0:
+            _price_batch(_GL6_U, _GL6_W, X[sel], Y[sel], RT[sel], ASR[sel], part)
+        elif rule == 1:
+            _price_batch(_GL12_U, _GL12_W, X[sel], Y[sel], RT[sel], ASR[sel], part)
+        else:
+            _price_batch(_GL20_U, _GL20_W, X[sel], Y[sel], RT[sel], ASR[sel], part)
+        for e in range(ns):
+            S7[sel[e], :] = part[e, :]
+    for d in range(nd):
+        k = DK[d]
+        i = I[k]
+        j = J[k]
+        ui = U1[i]
+        uj = U2[j]
+        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
+                                                     RHO[k], OM[k], OP[k], DG[k])
+        c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
+        (P, Sij, Sji, R,
+         eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
+                                               S7[d, 5], S7[d, 6], ASR[d], rt, EMIN[d],
+                                               ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
+        need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                           eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+        P, Sij, Sji, R = _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
+                                     rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
+                                     rtol, atol, qtol, maxint)
+        out[k, 0] = c + fC * R
+        out[k, 1] = b + fB * P
+        out[k, 4] = dij + fDij * Sij
+        out[k, 5] = dji + fDji * Sji
+
+
 @jit
 def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
                     rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
@@ -814,18 +1068,32 @@ def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
     """
     m1 = al1.shape[0]
     m2 = al2.shape[0]
+    U1 = [_unit(p1[i], q1[i], al1[i], be1[i]) for i in range(m1)]
     U2 = [_unit(p2[j], q2[j], al2[j], be2[j]) for j in range(m2)]
+    n = m1 * m2
+    I = np.empty(n, np.int64)
+    J = np.empty(n, np.int64)
+    RHO = np.empty(n)
+    OM = np.empty(n)
+    OP = np.empty(n)
+    DG = np.zeros(n, np.bool_)
+    k = 0
     for i in range(m1):
-        ui = _unit(p1[i], q1[i], al1[i], be1[i])
         for j in range(m2):
-            c, b, aij, aji, dij, dji = _pair_moments(ui, p1[i], q1[i], al1[i], be1[i],
-                                                     U2[j], p2[j], q2[j], al2[j], be2[j],
-                                                     R[i, j], OMR[i, j], OPR[i, j], False,
-                                                     rtol, atol, qtol, maxint)
-            C[i, j] = c
-            B[i, j] = b
-            A[i, j] = aij
-            D[i, j] = dij
+            I[k] = i
+            J[k] = j
+            RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
+            k += 1
+    out = np.empty((n, 6))
+    _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
+                  rtol, atol, qtol, maxint, out)
+    for k in range(n):
+        i = I[k]
+        j = J[k]
+        C[i, j] = out[k, 0]
+        B[i, j] = out[k, 1]
+        A[i, j] = out[k, 2]
+        D[i, j] = out[k, 4]
 
 
 @jit
@@ -839,22 +1107,35 @@ def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
     """
     m = al.shape[0]
     U = [_unit(p[j], q[j], al[j], be[j]) for j in range(m)]
+    n = m * (m + 1) // 2
+    I = np.empty(n, np.int64)
+    J = np.empty(n, np.int64)
+    RHO = np.empty(n)
+    OM = np.empty(n)
+    OP = np.empty(n)
+    DG = np.empty(n, np.bool_)
+    k = 0
     for i in range(m):
         for j in range(i, m):
-            diag = i == j
-            if diag:
-                rho, om, op = 1.0, 0.0, 2.0
+            I[k] = i
+            J[k] = j
+            DG[k] = i == j
+            if i == j:
+                RHO[k], OM[k], OP[k] = 1.0, 0.0, 2.0
             else:
-                rho, om, op = R[i, j], OMR[i, j], OPR[i, j]
-            c, b, aij, aji, dij, dji = _pair_moments(U[i], p[i], q[i], al[i], be[i],
-                                                     U[j], p[j], q[j], al[j], be[j],
-                                                     rho, om, op, diag,
-                                                     rtol, atol, qtol, maxint)
-            C[i, j] = c
-            C[j, i] = c
-            B[i, j] = b
-            B[j, i] = b
-            A[i, j] = aij
-            A[j, i] = aji
-            D[i, j] = dij
-            D[j, i] = dji
+                RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
+            k += 1
+    out = np.empty((n, 6))
+    _moments_list(U, p, q, al, be, U, p, q, al, be, I, J, RHO, OM, OP, DG,
+                  rtol, atol, qtol, maxint, out)
+    for k in range(n):
+        i = I[k]
+        j = J[k]
+        C[i, j] = out[k, 0]
+        C[j, i] = out[k, 0]
+        B[i, j] = out[k, 1]
+        B[j, i] = out[k, 1]
+        A[i, j] = out[k, 2]
+        A[j, i] = out[k, 3]
+        D[i, j] = out[k, 4]
+        D[j, i] = out[k, 5]

@@ -1,0 +1,104 @@
+"""Tests of the vectorized kernels: popdyn._kernels.vmath (exp, sine), bvn.hh1_batch and the
+batched Price sums of plmoments.
+
+References: mpmath at 40 digits (exp, sine, Hh₁ = E[(Z − w)₊] = φ(w) − wΦ(−w) evaluated in
+mpmath), and the scalar kernels for the batched forms of the same sums (the batched forms differ
+from them only in the exponential and the Estrin/Horner rounding, a few ulp per term).
+"""
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from popdyn._kernels import bvn
+from popdyn._kernels import plmoments as pl
+from popdyn._kernels.vmath import exp_batch, sin_small
+
+EPS = 2.220446049250313e-16
+TINY = 2.0 ** -1022
+
+
+def _rel_ulps(v, ref):
+    """|v − ref| in units of eps·|ref| (mpmath ref)."""
+    return float(abs(mp.mpf(v) - ref) / (abs(ref) * EPS))
+
+
+def test_exp_batch_against_mpmath():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-0.75, 0.75, 2000), -rng.exponential(40.0, 2000),
+                        rng.uniform(-708.0, 709.0, 1000), rng.uniform(-745.0, -708.0, 200),
+                        [0.0, -0.0, 1e-300, -1e-300, 0.5 * math.log(2), -0.5 * math.log(2),
+                         709.0, -708.39, -745.0, -745.2, -1000.0, -1400.0, -5000.0]])
+    out = np.empty_like(x)
+    exp_batch(x, out)
+    worst = 0.0
+    with mp.workdps(40):
+        for v, e in zip(out, x):
+            ref = mp.exp(mp.mpf(float(e)))
+            if ref >= TINY:
+                worst = max(worst, _rel_ulps(v, ref))
+            else:  # subnormal or underflow: absolute error ≤ one subnormal spacing (and ≥ 0)
+                assert v >= 0.0 and abs(mp.mpf(v) - ref) <= 2.0 ** -1074 * 2, (e, v)
+    assert worst <= 2.0, worst
+    # in place, and arrays of every length (vector remainder loops)
+    for n in range(0, 11):
+        y = np.linspace(-3.0, 1.0, n)
+        ref = np.array([math.exp(t) for t in y])
+        exp_batch(y, y)
+        assert np.all(np.abs(y - ref) <= 3 * EPS * ref)
+
+
+@given(st.floats(-math.pi / 2, math.pi / 2))
+@settings(max_examples=300)
+def test_sin_small_against_mpmath(x):
+    v = sin_small(x)
+    with mp.workdps(40):
+        ref = mp.sin(mp.mpf(x))
+    if ref == 0:
+        assert v == 0.0
+    else:
+        assert _rel_ulps(v, ref) <= 2.0
+    assert abs(v - bvn._sin_small(x)) <= 2 * EPS * abs(v)
+
+
+def test_hh1_batch_against_mpmath_and_scalar():
+    rng = np.random.default_rng(1)
+    w = np.concatenate([rng.uniform(0.0, 8.0, 600), np.arange(65) * bvn._MILLS_STEP,
+                        np.arange(64) * bvn._MILLS_STEP + bvn._MILLS_STEP / 2, [0.0, 8.0, 7.999999]])
+    out = np.empty_like(w)
+    bvn.hh1_batch(w, out)
+    with mp.workdps(40):
+        for v, x in zip(out, w):
+            z = mp.mpf(float(x))
+            ref = mp.npdf(z) - z * mp.ncdf(-z)
+            assert _rel_ulps(v, ref) <= 8.0 + x * x, (x, v)        # φ(w): conditioning w²·eps
+            s = bvn.hh1_pos(float(x))
+            assert abs(v - s) <= 4 * EPS * s, (x, v, s)
+
+
+@pytest.mark.parametrize("rule", [0, 1, 2])
+def test_price_batch_equals_scalar_sums(rule):
+    """_price_batch gives the sums of _price_sum within the rounding allowance the Price form's
+    error estimate makes for them, eps·(8 + 4|E_min|) × the sums of |terms| (same operations and
+    order; the exponential and the sine polynomial round differently, and a one-ulp change of
+    the node t moves the exponent E by ~|E|·eps)."""
+    U, W = [(bvn._GL6_U, bvn._GL6_W), (bvn._GL12_U, bvn._GL12_W), (bvn._GL20_U, bvn._GL20_W)][rule]
+    rng = np.random.default_rng(2 + rule)
+    for n in (1, 3, 8, 37, 200):
+        x = rng.uniform(-1.0, 6.0, n)
+        y = rng.uniform(-1.0, 6.0, n)
+        rt = rng.uniform(-0.92, 0.92, n)
+        asr = np.arcsin(rt)
+        out = np.empty((n, 7))
+        pl._price_batch(U, W, x, y, rt, asr, out)
+        for p in range(n):
+            ref = pl._price_sum(U, W, x[p], y[p], rt[p], 0.0, asr[p])
+            # |terms| sums: s0 (all terms positive), s4, s5, s6 bound the signed sums' terms
+            scale = [ref[0], ref[4], ref[5], ref[6], ref[4], ref[5], ref[6]]
+            emin = pl._price_logvar(x[p], y[p], rt[p])[1]
+            for c in range(7):
+                tol = EPS * (8.0 + 4.0 * abs(emin)) * scale[c] + 1e-300
+                assert abs(out[p, c] - ref[c]) <= tol, (p, c)
