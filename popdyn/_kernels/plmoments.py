@@ -75,6 +75,7 @@ import numpy as np
 
 from ._jit import jit
 from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _MILLS_WMAX, _bvn_err,
+                  _bvn_err_hi, _bvn_hi_case, _bvn_hi_closed, _bvn_hi_combine, _bvn_hi_rem_batch,
                   _exponent_range, _interval_prob, _sin_small, hh1_batch, hh1_pos, mills3,
                   norm_cdf, norm_hh, norm_pdf)
 from .eft import two_prod as _two_prod
@@ -212,9 +213,15 @@ def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
         R = (x * y - 1.0) * P - y * phx - x * phy
         m = P + phx + phy
         return P, Sij, Sji, R, 2 * _EPS * m, 4 * _EPS * m, 4 * _EPS * m, 8 * _EPS * m
+    P, eP = _bvn_err(-x, -y, rt, om, op, False)
+    return _ramps_direct_with(x, y, rt, om, op, phx, phy, P, eP)
+
+
+@jit
+def _ramps_direct_with(x, y, rt, om, op, phx, phy, P, eP):
+    """:func:`_ramps_direct` for −1 < r̃ < 1 given P̃ = Φ₂(−x, −y; r̃) and its error estimate."""
     s2 = om * op
     sig = math.sqrt(s2)
-    P, eP = _bvn_err(-x, -y, rt, om, op, False)
     dyx = y - x
     wi = (dyx + om * x) / sig     # (y − rt x)/σ
     wj = (om * y - dyx) / sig     # (x − rt y)/σ
@@ -758,12 +765,20 @@ def _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
     of the current values exceeds the target): the closed forms, the separated forms at
     |r̃| → 1, the checked Price form (0.925 ≤ |r̃| < 1 − 1e−4), the quadrature as the safety net.
     Returns (P̃, S̃ij, S̃ji, R̃)."""
-    xi, H0i, H1i, H2i, phi_, r0i, r1i = ui[3], ui[5], ui[6], ui[7], ui[8], ui[12], ui[13]
-    xj, H0j, H1j, H2j, phj, r0j, r1j = uj[3], uj[5], uj[6], uj[7], uj[8], uj[12], uj[13]
     if need:
         (P, Sij, Sji, R,
-         eP, eSij, eSji, eR) = _ramps_direct(xi, xj, rt, om, op, phi_, phj,
-                                            H0i, H1i, H2i, H0j, H1j, H2j)
+         eP, eSij, eSji, eR) = _ramps_direct(ui[3], uj[3], rt, om, op, ui[8], uj[8],
+                                            ui[5], ui[6], ui[7], uj[5], uj[6], uj[7])
+    return _ramps_rest_after_direct(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
+                                    fC, fB, fDij, fDji, C, B, Dij, Dji, rtol, atol, qtol, maxint)
+
+
+@jit
+def _ramps_rest_after_direct(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
+                             fC, fB, fDij, fDji, C, B, Dij, Dji, rtol, atol, qtol, maxint):
+    """:func:`_ramps_rest` after the closed forms (``need``: they were evaluated)."""
+    xi, H0i, H1i, H2i, phi_, r0i, r1i = ui[3], ui[5], ui[6], ui[7], ui[8], ui[12], ui[13]
+    xj, H0j, H1j, H2j, phj, r0j, r1j = uj[3], uj[5], uj[6], uj[7], uj[8], uj[12], uj[13]
     if om > 0.0 and op > 0.0:
         if need:
             need = _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R,
@@ -903,6 +918,48 @@ def _price_batch(GU, GW, x, y, rt, asr, out):
 
 
 @jit
+def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, qtol, maxint, out):
+    """Complete the pairs HK of :func:`_moments_list` whose next evaluator is the closed form
+    with Genz's |r| ≥ 0.925 Φ₂: the remainder sums of :func:`popdyn._kernels.bvn._bvn_hi` for
+    all of them in one vectorized call, then per pair exactly the steps of :func:`_ramps_rest`."""
+    nh = HK.shape[0]
+    h = np.empty(nh)
+    kk = np.empty(nh)
+    a2 = np.empty(nh)
+    for e in range(nh):
+        k = HK[e]
+        ui = U1[I[k]]
+        uj = U2[J[k]]
+        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[I[k]], al2[J[k]],
+                                                     RHO[k], OM[k], OP[k], DG[k])
+        h[e] = -ui[3]
+        kk[e] = -uj[3] if rt > 0.0 else uj[3]
+        a2[e] = om * op
+    num = np.empty(nh)
+    nmag = np.empty(nh)
+    _bvn_hi_rem_batch(h, kk, a2, num, nmag)
+    for e in range(nh):
+        k = HK[e]
+        ui = U1[I[k]]
+        uj = U2[J[k]]
+        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[I[k]], al2[J[k]],
+                                                     RHO[k], OM[k], OP[k], DG[k])
+        c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
+        cf, mag = _bvn_hi_closed(h[e], kk[e], a2[e])
+        K, mag = _bvn_hi_combine(h[e], kk[e], a2[e], cf, mag, num[e], nmag[e])
+        P, eP = _bvn_err_hi(h[e], -uj[3], rt, om, op, K, mag, False)
+        (P, Sij, Sji, R,
+         eP, eSij, eSji, eR) = _ramps_direct_with(ui[3], uj[3], rt, om, op, ui[8], uj[8], P, eP)
+        P, Sij, Sji, R = _ramps_rest_after_direct(True, P, Sij, Sji, R, eP, eSij, eSji, eR,
+                                                  ui, uj, rt, om, op, fC, fB, fDij, fDji,
+                                                  c, b, dij, dji, rtol, atol, qtol, maxint)
+        out[k, 0] = c + fC * R
+        out[k, 1] = b + fB * P
+        out[k, 4] = dij + fDij * Sij
+        out[k, 5] = dji + fDji * Sji
+
+
+@jit
 def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
                   rtol, atol, qtol, maxint, out):
     """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
@@ -922,6 +979,8 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     ASR = np.empty(n)
     EMIN = np.empty(n)
     RULE = np.empty(n, np.int64)
+    nh = 0
+    HK = np.empty(n, np.int64)         # deferred closed forms at |r̃| ≥ 0.925
     na = 0
     AK = np.empty(2 * n, np.int64)     # deferred Hh₁ of the A terms: out[k, 2 + side]
     AW = np.empty(2 * n)
@@ -978,6 +1037,12 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
                     need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
                                        eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13],
                                        rtol, atol)
+            if (not deferred and need and om > 0.0 and op > 0.0
+                    and _bvn_hi_case(-ui[3], -uj[3], rt, om, op)):
+                # closed forms with Genz's |r| ≥ 0.925 Φ₂: its remainder sum is batched
+                deferred = True
+                HK[nh] = k
+                nh += 1
             if not deferred:
                 P, Sij, Sji, R = _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
                                              rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
@@ -997,6 +1062,9 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         hh1_batch(AW[:na], H)
         for e in range(na):
             out[AK[e] // 2, 2 + AK[e] % 2] = AF[e] * (AB[e] + AC[e] * H[e])
+    if nh > 0:
+        _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK[:nh],
+                       rtol, atol, qtol, maxint, out)
     if nd == 0:
         return
     S7 = np.empty((nd, 7))
