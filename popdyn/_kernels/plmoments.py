@@ -49,8 +49,10 @@ the next evaluator is tried: bound (:func:`_ramps_bound`: a ramp–ramp term bel
 tolerance, one unit far in its tail, is the midpoint of [0, Cauchy–Schwarz bound]) → Price form
 → closed forms → (|r̃| > 0.925) the 1-D forms at
 r̃ = ±1 with Price-bounded corrections when the thresholds are separated on the scale σ̃
-(:func:`_ramps_aligned`) → (0.925 ≤ |r̃| < 1 − 1e−4) the Price form with an a-posteriori rule
-check (:func:`_ramps_price_checked`) → the four ramp quantities as 1-D integrals of positive
+(:func:`_ramps_aligned`) → (|r̃| < 1 − 1e−4) the Price form with an a-posteriori rule
+check (:func:`_ramps_price_checked`; below 0.925 it serves some of the moderate
+anticorrelations near the kinks, r̃ ≈ −0.85, where R̃ is ~1/25 of its terms and the
+pre-validated rule's allowance misses the target by a few tens of percent) → the four ramp quantities as 1-D integrals of positive
 integrands, e.g. R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive
 Gauss–Kronrod (7–15) with relative tolerance ``qtol`` (measured accuracy ~1e−14; ~25 µs a pair;
 left mainly for r̃ < 0 with both units in the tail, and for nearly aligned units, 1 − r̃ ≲ 5e−3,
@@ -253,7 +255,7 @@ def _ramps_direct_with(x, y, rt, om, op, phx, phy, P, eP):
 # ---------------------------------------------------- ramp–ramp, Price (correlation) integral
 # |r̃| below this: the Price form (integral over the correlation from r̃ = 0) is available
 _PRICE_RMAX = 0.925
-# 1 − |r̃| above this: the checked Price form is tried before the quadrature (|r̃| > 0.925)
+# 1 − |r̃| above this: the checked Price form is tried before the quadrature
 _PRICE_OMMIN = 1e-4
 
 
@@ -311,10 +313,12 @@ def _price_panels(x, y, rt, asr, npan):
 
 @jit
 def _ramps_price_checked(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
-    """:func:`_ramps_price` for 0.925 ≤ |r̃| < 1 (the fallback before the quadrature): the rule is
-    not pre-validated there, so the integrals are taken with 20-point Gauss–Legendre on n and 2n
-    panels (n from the log-variation, ≥ 2) and the difference is added to the estimates
-    (a-posteriori rule error of the finer value; pessimistic once the rule converges)."""
+    """:func:`_ramps_price` with an a-posteriori rule check, |r̃| < 1 (the fallback before the
+    quadrature): the rule is not pre-validated for 0.925 ≤ |r̃| < 1, and below 0.925 its
+    pre-validated allowance (2e−15 of the terms) can be too coarse when the terms cancel, so the
+    integrals are taken with 20-point Gauss–Legendre on n and 2n panels (n from the
+    log-variation, ≥ 2) and the difference is added to the estimates (a-posteriori rule error of
+    the finer value; pessimistic once the rule converges)."""
     asr = math.asin(rt)
     V, emin = _price_logvar(x, y, rt)
     art = abs(rt)
@@ -763,7 +767,7 @@ def _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
                 fC, fB, fDij, fDji, C, B, Dij, Dji, rtol, atol, qtol, maxint):
     """The evaluators after the bound and the Price form, while ``need`` (the estimated error
     of the current values exceeds the target): the closed forms, the separated forms at
-    |r̃| → 1, the checked Price form (0.925 ≤ |r̃| < 1 − 1e−4), the quadrature as the safety net.
+    |r̃| → 1, the checked Price form (|r̃| < 1 − 1e−4), the quadrature as the safety net.
     Returns (P̃, S̃ij, S̃ji, R̃)."""
     if need:
         (P, Sij, Sji, R,
@@ -790,7 +794,7 @@ def _ramps_rest_after_direct(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, r
                                       eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
                 P, Sij, Sji, R = P2, Sij2, Sji2, R2
                 need = False
-        if need and _PRICE_OMMIN < min(om, op) < 1.0 - _PRICE_RMAX:
+        if need and min(om, op) > _PRICE_OMMIN:
             (P2, Sij2, Sji2, R2,
              eP, eSij, eSji, eR) = _ramps_price_checked(xi, xj, rt, phi_, phj,
                                                         H0i, H1i, H0j, H1j)
