@@ -844,9 +844,9 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
 
 # ------------------------------------------------------------------ many pairs at once
 @jit(error_model="numpy")
-def _price_batch(GU, GW, x, y, rt, asr, out):
-    """out[p, :] = the 7 sums of :func:`_price_sum` (GU, GW; x[p], y[p], rt[p], a0 = 0,
-    pw = asr[p]) for all p: the same operations in the same order, with the sine in Estrin's
+def _price_batch(GU, GW, x, y, rt, a0, pw, out):
+    """out[p, :] = the 7 sums of :func:`_price_sum` (GU, GW; x[p], y[p], rt[p], a0[p], pw[p]) for
+    all p: the same operations in the same order, with the sine in Estrin's
     form (:func:`popdyn._kernels.vmath.sin_small`) and the exponentials of
     :func:`popdyn._kernels.vmath.exp_batch` (each within 2 ulp).
 
@@ -870,7 +870,7 @@ def _price_batch(GU, GW, x, y, rt, asr, out):
         ICk = IC[k]
         Gk = G[k]
         for p in range(n):
-            Tk[p] = _sin_vec(0.0 + asr[p] * u)
+            Tk[p] = _sin_vec(a0[p] + pw[p] * u)
         for p in range(n):
             ICk[p] = 1.0 / ((1.0 - Tk[p]) * (1.0 + Tk[p]))
         for p in range(n):
@@ -969,8 +969,9 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
     RHO[k], OM[k], OP[k], DG[k]; out[k] = (C, B, Aij, Aji, Dij, Dji).
 
-    The same evaluators in the same order, but the single-panel Price forms (the common case)
-    are deferred and evaluated together, per Gauss–Legendre rule, by :func:`_price_batch`
+    The same evaluators in the same order, but the Price forms (the common case) are deferred
+    and evaluated together, per Gauss–Legendre rule (single-panel rules, and the 20-point rule
+    on ⌈V/8⌉ panels), by :func:`_price_batch`
     (vectorized over the pairs); each deferred pair then continues exactly as in
     :func:`_pair_moments` (:func:`_ramps_rest` when its estimate misses the target).
     """
@@ -983,6 +984,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     ASR = np.empty(n)
     EMIN = np.empty(n)
     RULE = np.empty(n, np.int64)
+    NPAN = np.empty(n, np.int64)
     nh = 0
     HK = np.empty(n, np.int64)         # deferred closed forms at |r̃| ≥ 0.925
     na = 0
@@ -1024,23 +1026,20 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
             deferred = False
             if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
                 V, emin = _price_logvar(ui[3], uj[3], rt)
+                deferred = True
+                DK[nd] = k
+                X[nd] = ui[3]
+                Y[nd] = uj[3]
+                RT[nd] = rt
+                ASR[nd] = math.asin(rt)
+                EMIN[nd] = emin
                 if V <= 8.0:
-                    deferred = True
-                    DK[nd] = k
-                    X[nd] = ui[3]
-                    Y[nd] = uj[3]
-                    RT[nd] = rt
-                    ASR[nd] = math.asin(rt)
-                    EMIN[nd] = emin
                     RULE[nd] = _price_rule(ui[3], uj[3], rt, V)
-                    nd += 1
-                else:
-                    (P, Sij, Sji, R,
-                     eP, eSij, eSji, eR) = _ramps_price(ui[3], uj[3], rt, ui[8], uj[8],
-                                                        ui[5], ui[6], uj[5], uj[6])
-                    need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                                       eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13],
-                                       rtol, atol)
+                    NPAN[nd] = 1
+                else:       # 20 points on ⌈V/8⌉ panels (:func:`_price_panels`)
+                    RULE[nd] = 3
+                    NPAN[nd] = int(V / 8.0) + 1
+                nd += 1
             if (not deferred and need and om > 0.0 and op > 0.0
                     and _bvn_hi_case(-ui[3], -uj[3], rt, om, op)):
                 # closed forms with Genz's |r| ≥ 0.925 Φ₂: its remainder sum is batched
@@ -1072,25 +1071,58 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     if nd == 0:
         return
     S7 = np.empty((nd, 7))
-    for rule in range(3):
+    SC = np.empty(nd)
+    for rule in range(4):
         sel = np.empty(nd, np.int64)
         ns = 0
+        ni = 0
         for d in range(nd):
             if RULE[d] == rule:
                 sel[ns] = d
                 ns += 1
+                ni += NPAN[d]
         if ns == 0:
             continue
-        sel = sel[:ns]
-        part = np.empty((ns, 7))
-        if rule == 0:
-            _price_batch(_GL6_U, _GL6_W, X[sel], Y[sel], RT[sel], ASR[sel], part)
-        elif rule == 1:
-            _price_batch(_GL12_U, _GL12_W, X[sel], Y[sel], RT[sel], ASR[sel], part)
-        else:
-            _price_batch(_GL20_U, _GL20_W, X[sel], Y[sel], RT[sel], ASR[sel], part)
+        # items: (pair, panel) with the panel's start and width, as _price_sum is called
+        xs = np.empty(ni)
+        ys = np.empty(ni)
+        rs = np.empty(ni)
+        a0 = np.empty(ni)
+        pw = np.empty(ni)
+        it = 0
         for e in range(ns):
-            S7[sel[e], :] = part[e, :]
+            d = sel[e]
+            w = ASR[d] / NPAN[d] if rule == 3 else ASR[d]
+            SC[d] = 1.0 if rule == 3 else ASR[d]
+            for jp in range(NPAN[d]):
+                xs[it] = X[d]
+                ys[it] = Y[d]
+                rs[it] = RT[d]
+                a0[it] = jp * w if rule == 3 else 0.0
+                pw[it] = w
+                it += 1
+        part = np.empty((ni, 7))
+        if rule == 0:
+            _price_batch(_GL6_U, _GL6_W, xs, ys, rs, a0, pw, part)
+        elif rule == 1:
+            _price_batch(_GL12_U, _GL12_W, xs, ys, rs, a0, pw, part)
+        else:
+            _price_batch(_GL20_U, _GL20_W, xs, ys, rs, a0, pw, part)
+        it = 0
+        for e in range(ns):
+            d = sel[e]
+            if rule == 3:   # panel sums in order, times the panel width (_price_panels)
+                acc = np.zeros(7)
+                for jp in range(NPAN[d]):
+                    for c in range(7):
+                        acc[c] += part[it, c]
+                    it += 1
+                w = ASR[d] / NPAN[d]
+                for c in range(7):
+                    S7[d, c] = acc[c] * w
+            else:
+                S7[d, :] = part[it, :]
+                it += 1
     for d in range(nd):
         k = DK[d]
         i = I[k]
@@ -1102,7 +1134,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
         (P, Sij, Sji, R,
          eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
-                                               S7[d, 5], S7[d, 6], ASR[d], rt, EMIN[d],
+                                               S7[d, 5], S7[d, 6], SC[d], rt, EMIN[d],
                                                ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
         need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
                            eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)

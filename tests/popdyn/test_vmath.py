@@ -93,7 +93,7 @@ def test_price_batch_equals_scalar_sums(rule):
         rt = rng.uniform(-0.92, 0.92, n)
         asr = np.arcsin(rt)
         out = np.empty((n, 7))
-        pl._price_batch(U, W, x, y, rt, asr, out)
+        pl._price_batch(U, W, x, y, rt, np.zeros(n), asr, out)
         for p in range(n):
             ref = pl._price_sum(U, W, x[p], y[p], rt[p], 0.0, asr[p])
             # |terms| sums: s0 (all terms positive), s4, s5, s6 bound the signed sums' terms
@@ -122,3 +122,24 @@ def test_bvn_hi_rem_batch_equals_scalar():
             cond = 4.0 + 0.5 * abs((h[p] - k[p]) ** 2 / a2[p] + h[p] * k[p])
             assert abs(num[p] - sn) <= EPS * cond * sm + 1e-300, p
             assert abs(nmag[p] - sm) <= EPS * cond * sm + 1e-300, p
+
+
+def test_price_batch_on_panels_equals_scalar_panels():
+    """Panels (a0 = j·w, width w) as _price_panels lays them: the batched panel sums, added in
+    order and times w, equal _price_panels within the same allowance."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        x, y = rng.uniform(2.0, 12.0, 2)
+        rt = rng.uniform(0.3, 0.92)
+        V, emin = pl._price_logvar(x, y, rt)
+        npan = int(V / 8.0) + 1
+        asr = math.asin(rt)
+        w = asr / npan
+        out = np.empty((npan, 7))
+        pl._price_batch(bvn._GL20_U, bvn._GL20_W, np.full(npan, x), np.full(npan, y),
+                        np.full(npan, rt), np.arange(npan) * w, np.full(npan, w), out)
+        got = out.sum(axis=0) * w
+        ref = pl._price_panels(x, y, rt, asr, npan)
+        scale = [ref[0], ref[4], ref[5], ref[6], ref[4], ref[5], ref[6]]
+        for c in range(7):
+            assert abs(got[c] - ref[c]) <= EPS * (8.0 + 4.0 * abs(emin)) * scale[c] + 1e-300
