@@ -882,6 +882,12 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
     gd = np.empty(n)
     uu = np.empty(n)
     vv = np.empty(n)
+    s0 = S[0]
+    s1 = S[1]
+    s2 = S[2]
+    s3 = S[3]
+    s5 = S[5]
+    s6 = S[6]
     for k in range(nn):
         w = GW[k]
         Tk = T[k]
@@ -895,27 +901,20 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
             uu[p] = (x[p] - Tk[p] * y[p]) * ICk[p]
         for p in range(n):
             vv[p] = (y[p] - Tk[p] * x[p]) * ICk[p]
-        s = S[0]
+        # two accumulators per loop: few enough run-time alias checks for LLVM to vectorize
         for p in range(n):
-            s[p] += g[p]
-        s = S[1]
+            s0[p] += g[p]
+            s1[p] += gd[p]
         for p in range(n):
-            s[p] += gd[p]
-        s = S[2]
+            s2[p] += gd[p] * uu[p]
+            s3[p] += gd[p] * vv[p]
         for p in range(n):
-            s[p] += gd[p] * uu[p]
-        s = S[3]
-        for p in range(n):
-            s[p] += gd[p] * vv[p]
-        s = S[4]
-        for p in range(n):
-            s[p] += abs(gd[p])
-        s = S[5]
-        for p in range(n):
-            s[p] += abs(gd[p]) * abs(uu[p])
-        s = S[6]
-        for p in range(n):
-            s[p] += abs(gd[p]) * abs(vv[p])
+            s5[p] += abs(gd[p]) * abs(uu[p])
+            s6[p] += abs(gd[p]) * abs(vv[p])
+    # Σ|gd| = |Σ gd|: every node t lies between 0 and rt, so all gd share rt's sign (and a sum
+    # of terms of one sign rounds symmetrically)
+    for p in range(n):
+        S[4, p] = abs(s1[p])
     for p in range(n):
         for c in range(7):
             out[p, c] = S[c, p]
