@@ -273,9 +273,69 @@ def hh1_pos(w):
 
 @jit(error_model="numpy")
 def hh1_batch(w, out):
-    """out[i] = Hh₁(w[i]) for 0 ≤ w[i] ≤ 8 (:func:`hh1_pos`, same series about the same table
-    node, with the loops interchanged so that LLVM vectorizes them over i, and φ(w) from
-    :func:`popdyn._kernels.vmath.exp_batch`; within a few ulp of :func:`hh1_pos`)."""
+    """out[i] = Hh₁(w[i]) for w[i] ≥ 0: :func:`hh1_pos` (the same series about the same table
+    node for w ≤ 8, the same continued fraction for 8 < w ≤ 1e4, both with the loops
+    interchanged so that LLVM vectorizes them over i; φ(w) from
+    :func:`popdyn._kernels.vmath.exp_batch`, so within a few ulp of :func:`hh1_pos`; w > 1e4 by
+    :func:`hh1_pos` itself)."""
+    n = w.shape[0]
+    it = np.empty(n, np.int64)
+    ic = np.empty(n, np.int64)
+    nt = 0
+    nc = 0
+    for i in range(n):
+        if w[i] <= _MILLS_WMAX:
+            it[nt] = i
+            nt += 1
+        elif w[i] <= 1.0e4:
+            ic[nc] = i
+            nc += 1
+        else:
+            out[i] = hh1_pos(w[i])
+    if nt > 0:
+        wt = np.empty(nt)
+        for e in range(nt):
+            wt[e] = w[it[e]]
+        ot = np.empty(nt)
+        _hh1_taylor_batch(wt, ot)
+        for e in range(nt):
+            out[it[e]] = ot[e]
+    if nc > 0:
+        wc = np.empty(nc)
+        for e in range(nc):
+            wc[e] = w[ic[e]]
+        oc = np.empty(nc)
+        _hh1_cf_batch(wc, oc)
+        for e in range(nc):
+            out[ic[e]] = oc[e]
+
+
+@jit(error_model="numpy")
+def _hh1_cf_batch(w, out):
+    """Hh₁(w) = φ(w)·T₁(w) for 8 < w ≤ 1e4 by the continued fraction of :func:`mills3`."""
+    n = w.shape[0]
+    nt = _CF_TERMS
+    rho = np.empty(n)
+    r1 = np.empty(n)
+    f = np.empty(n)
+    for i in range(n):
+        rho[i] = (math.sqrt(w[i] * w[i] + 4.0 * (nt + 1)) - w[i]) / (2.0 * (nt + 1))
+        f[i] = -0.5 * w[i] * w[i]
+    for k in range(nt, 0, -1):
+        c = k + 1
+        for i in range(n):
+            rho[i] = 1.0 / (w[i] + c * rho[i])      # ρ_k
+    for i in range(n):
+        r1[i] = rho[i]
+    exp_batch(f, f)
+    for i in range(n):
+        r0 = 1.0 / (w[i] + r1[i])
+        out[i] = (f[i] * _INV_SQRT2PI) * (r0 * r1[i])
+
+
+@jit(error_model="numpy")
+def _hh1_taylor_batch(w, out):
+    """Hh₁(w) for 0 ≤ w ≤ 8 by the Taylor series of :func:`hh1_pos` about the table node."""
     n = w.shape[0]
     w0 = np.empty(n)
     u = np.empty(n)

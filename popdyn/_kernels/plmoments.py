@@ -76,7 +76,7 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _MILLS_WMAX, _bvn_err,
+from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err,
                   _bvn_err_hi, _bvn_hi_case, _bvn_hi_closed, _bvn_hi_combine, _bvn_hi_rem_batch,
                   _exponent_range, _interval_prob, _sin_small, hh1_batch, hh1_pos, mills3,
                   norm_cdf, norm_hh, norm_pdf)
@@ -1004,7 +1004,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         aij = aji = 0.0
         for side in range(2):
             f, base, coef, w = pa if side == 0 else pb
-            if coef != 0.0 and w <= _MILLS_WMAX:
+            if coef != 0.0:
                 AK[na] = 2 * k + side
                 AW[na] = w
                 AF[na] = f
