@@ -1135,11 +1135,11 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
          eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
                                                S7[d, 5], S7[d, 6], SC[d], rt, EMIN[d],
                                                ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
-        need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                           eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
-        P, Sij, Sji, R = _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
-                                     rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
-                                     rtol, atol, qtol, maxint)
+        if _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                       eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol):
+            P, Sij, Sji, R = _ramps_rest(True, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
+                                         rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
+                                         rtol, atol, qtol, maxint)
         out[k, 0] = c + fC * R
         out[k, 1] = b + fB * P
         out[k, 4] = dij + fDij * Sij
