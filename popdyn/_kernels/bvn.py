@@ -335,38 +335,51 @@ def _hh1_cf_batch(w, out):
 
 @jit(error_model="numpy")
 def _hh1_taylor_batch(w, out):
-    """Hh₁(w) for 0 ≤ w ≤ 8 by the Taylor series of :func:`hh1_pos` about the table node."""
+    """Hh₁(w) for 0 ≤ w ≤ 8 by the Taylor series of :func:`hh1_pos` about the table node.
+
+    Consecutive series terms rotate through the rows of M, T (3 rows each) so that each loop
+    stores into one array (LLVM vectorizes loops with few run-time alias checks)."""
     n = w.shape[0]
+    K = _TAYLOR_ORDER
     w0 = np.empty(n)
     u = np.empty(n)
-    m = np.empty(n)
-    t = np.empty(n)
-    mp = np.zeros(n)
-    tp = np.zeros(n)
+    M = np.empty((3, n))       # row (k + 1) % 3 = m_k; m_{−1} = 0
+    T = np.empty((3, n))
     st = np.empty(n)
     un = np.ones(n)
     f = np.empty(n)
     for i in range(n):
+        M[0, i] = 0.0
+        T[0, i] = 0.0
+    for i in range(n):
         j = int(w[i] / _MILLS_STEP + 0.5)
         w0[i] = j * _MILLS_STEP
+        M[1, i] = _MILLS_TAB[j, 0]
+        T[1, i] = _MILLS_TAB[j, 1]
+    for i in range(n):
         u[i] = w[i] - w0[i]
-        m[i] = _MILLS_TAB[j, 0]
-        t[i] = _MILLS_TAB[j, 1]
-        st[i] = t[i]
+    for i in range(n):
+        st[i] = T[1, i]
+    for i in range(n):
         f[i] = -0.5 * w[i] * w[i]
     exp_batch(f, f)
-    for k in range(_TAYLOR_ORDER):
+    for k in range(K):
         inv = _INV_N[k]
         d = 1.0 if k == 0 else 0.0
+        Mp = M[k % 3]
+        Mc = M[(k + 1) % 3]
+        Mn = M[(k + 2) % 3]
+        Tp = T[k % 3]
+        Tc = T[(k + 1) % 3]
+        Tn = T[(k + 2) % 3]
         for i in range(n):
-            m_next = (w0[i] * m[i] + mp[i] - d) * inv
-            t_next = (w0[i] * t[i] + tp[i] - m[i]) * inv
-            mp[i] = m[i]
-            m[i] = m_next
-            tp[i] = t[i]
-            t[i] = t_next
+            Mn[i] = (w0[i] * Mc[i] + Mp[i] - d) * inv
+        for i in range(n):
+            Tn[i] = (w0[i] * Tc[i] + Tp[i] - Mc[i]) * inv
+        for i in range(n):
             un[i] *= u[i]
-            st[i] += t[i] * un[i]
+        for i in range(n):
+            st[i] += Tn[i] * un[i]
     for i in range(n):
         out[i] = (f[i] * _INV_SQRT2PI) * st[i]
 
