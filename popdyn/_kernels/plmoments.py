@@ -1214,6 +1214,35 @@ def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
 
 
 @jit
+def pl_self_moments_pairwise(p, q, al, be, R, OMR, OPR, C, B, A, D,
+                             rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
+    """:func:`pl_self_moments` one pair at a time (:func:`_pair_moments`, scalar evaluators):
+    the reference of the batched evaluation in tests/popdyn/test_vmath.py and the baseline of
+    benchmarks/bench_pairs.py."""
+    m = al.shape[0]
+    U = [_unit(p[j], q[j], al[j], be[j]) for j in range(m)]
+    for i in range(m):
+        for j in range(i, m):
+            diag = i == j
+            if diag:
+                rho, om, op = 1.0, 0.0, 2.0
+            else:
+                rho, om, op = R[i, j], OMR[i, j], OPR[i, j]
+            c, b, aij, aji, dij, dji = _pair_moments(U[i], p[i], q[i], al[i], be[i],
+                                                     U[j], p[j], q[j], al[j], be[j],
+                                                     rho, om, op, diag,
+                                                     rtol, atol, qtol, maxint)
+            C[i, j] = c
+            C[j, i] = c
+            B[i, j] = b
+            B[j, i] = b
+            A[i, j] = aij
+            A[j, i] = aji
+            D[i, j] = dij
+            D[j, i] = dji
+
+
+@jit
 def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
                     rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
     """Pair moments of one set of PL units with itself: fills the m×m arrays C, B, A, D.
