@@ -2,11 +2,13 @@
 
 A run is integrated in *segments* of ``[store] checkpoint_every`` updates (rounded up to a
 multiple of the diagnostic ``every``); after each segment the full state — parameters, clocks,
-the flow's next step, every loss and snapshot so far — is written atomically to the run's
-``checkpoint.npz``.  A run interrupted at any point resumes from its last checkpoint and the
-result is bit-identical to an uninterrupted run, because the segmentation is part of the run's
-definition (and of its key): every run, resumed or not, is integrated segment by segment from
-the same states.
+the flow's next step, every loss and snapshot so far — is checkpointed atomically: the losses,
+snapshots and records of the segment as a new part (``part_<i>.npz``), then the state in the
+run's ``checkpoint.npz`` (:mod:`popdyn.experiments.store`, checkpoint format 2), so that
+nothing computed is written twice.  A run interrupted at any point resumes from its last
+checkpoint and the result is bit-identical to an uninterrupted run, because the segmentation is
+part of the run's definition (and of its key): every run, resumed or not, is integrated segment
+by segment from the same states.
 
 At a segment boundary :func:`popdyn.train` restarts, so for ``method = "flow"`` the step-size
 controller restarts from the last accepted step (clipped to [h_min, h_max]) instead of the
@@ -37,13 +39,12 @@ unresolved spectra).
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 
 import numpy as np
 
-from .store import SCHEMA, Store, run_key
+from .store import CHECKPOINT_FORMAT, SCHEMA, Store, _clean, dumps, run_key
 
 __all__ = ["run_one", "spec_key", "build"]
 
@@ -127,6 +128,9 @@ class _Acc:
         self.n, self.t, self.loss = [], [], []
         self.snap_n, self.snap_t, self.a, self.W, self.b, self.c = [], [], [], [], [], []
         self.records = []
+        # checkpoint parts written (store.write_checkpoint_part) and the number of updates /
+        # snapshots they hold
+        self.parts, self.saved_n, self.saved_snap = 0, 0, 0
 
     def add(self, tr, n0, t0, first: bool):
         s = 0 if first else 1
@@ -142,17 +146,29 @@ class _Acc:
             self.b.append(tr.snapshots[fb][i]); self.c.append(float(tr.snapshots[fc][i]))
             self.records.append(tr.records[i])
 
-    def arrays(self, m, d):
+    def arrays(self, m, d, start_n: int = 0, start_snap: int = 0):
+        """The stored arrays (from update entry ``start_n`` and snapshot ``start_snap`` on)."""
         fa, fW, fb, fc = self.fields
+        i, j = start_n, start_snap
         shape_b = (-1, m, d) if fb == "V" else (-1, m)
-        return {"n": np.array(self.n, dtype=np.int64), "t": np.array(self.t, dtype=np.float64),
-                "loss": np.array(self.loss, dtype=np.float64),
-                "snap_n": np.array(self.snap_n, dtype=np.int64),
-                "snap_t": np.array(self.snap_t, dtype=np.float64),
-                fa: np.array(self.a, dtype=np.float64).reshape(-1, m),
-                fW: np.array(self.W, dtype=np.float64).reshape(-1, m, d),
-                fb: np.array(self.b, dtype=np.float64).reshape(shape_b),
-                fc: np.array(self.c, dtype=np.float64)}
+        return {"n": np.array(self.n[i:], dtype=np.int64),
+                "t": np.array(self.t[i:], dtype=np.float64),
+                "loss": np.array(self.loss[i:], dtype=np.float64),
+                "snap_n": np.array(self.snap_n[j:], dtype=np.int64),
+                "snap_t": np.array(self.snap_t[j:], dtype=np.float64),
+                fa: np.array(self.a[j:], dtype=np.float64).reshape(-1, m),
+                fW: np.array(self.W[j:], dtype=np.float64).reshape(-1, m, d),
+                fb: np.array(self.b[j:], dtype=np.float64).reshape(shape_b),
+                fc: np.array(self.c[j:], dtype=np.float64)}
+
+    def write_part(self, store, key, m, d):
+        """Append what was computed since the last checkpoint part to the store (checkpoint
+        format 2: arrays and records, each written once)."""
+        j = self.saved_snap
+        store.write_checkpoint_part(key, self.parts, self.arrays(m, d, self.saved_n, j),
+                                    dumps(self.records[j:]))
+        self.parts += 1
+        self.saved_n, self.saved_snap = len(self.n), len(self.snap_n)
 
     @classmethod
     def from_arrays(cls, arrs, records, fields=ORDINARY_FIELDS):
@@ -166,16 +182,34 @@ class _Acc:
         return acc
 
 
-def _shift_recorder(rec, n0, t0):
+#: what the recorder returns for a segment's initial state after the first segment
+_DUPLICATE = {"duplicate": True}
+
+
+def _shift_recorder(rec, n0, t0, skip_initial: bool = False):
+    """``rec`` on the global clocks.  With ``skip_initial`` the first call (the segment's
+    initial state, local n = 0) returns a placeholder instead of diagnosing: that state is the
+    previous segment's last snapshot, and :meth:`_Acc.add` drops the segment's first snapshot
+    and record."""
+    first = [bool(skip_initial)]
+
     def shifted(student, params, teacher, *, n, t, loss):
+        if first[0]:
+            first[0] = False
+            if n == 0:
+                return dict(_DUPLICATE)
         return rec(student, params, teacher, n=n + n0, t=t + t0, loss=loss)
     return shifted
 
 
 def _roundtrip(records):
-    """Records as they will be read back from JSON (so resumed and fresh runs agree)."""
-    from .store import _clean
-    return json.loads(json.dumps(_clean(records), allow_nan=False))
+    """Records as they will be read back from JSON (so resumed and fresh runs agree).
+
+    That is the JSON-native form of :func:`popdyn.experiments.store._clean` (for which
+    ``json.loads(json.dumps(x)) == x``: Python floats survive JSON exactly, non-finite ones
+    are stored as strings), so no text round trip is needed.
+    """
+    return _clean(records)
 
 
 def run_one(spec: dict, store_root: str, *, _stop_after_segments: int | None = None) -> dict:
@@ -220,6 +254,8 @@ def _run_one(spec, store_root, _stop_after_segments):
     else:
         arrs, meta = ck
         acc = _Acc.from_arrays(arrs, meta["records"], fields)
+        if meta.get("format", 1) == CHECKPOINT_FORMAT:   # else: nothing is in parts yet
+            acc.parts, acc.saved_n, acc.saved_snap = int(meta["parts"]), len(acc.n), len(acc.snap_n)
         p = params_from(student, arrs, prefix="p_")
         n0, t0, h0 = int(meta["n0"]), float(meta["t0"]), float(meta["h0"])
         L0, forced, ngrad, seg = float(meta["L0"]), int(meta["forced"]), int(meta["ngrad"]), int(meta["seg"])
@@ -238,7 +274,8 @@ def _run_one(spec, store_root, _stop_after_segments):
             # keep the run's divergence bound explode·max(L0, V_Y) across segments
             Lk = float(acc.loss[-1])
             skw["explode"] = float(kw["explode"]) * max(L0, VY) / max(Lk, VY)
-        tr = _train(student, p, teacher, schedule=local, recorder=_shift_recorder(rec, n0, t0), **skw)
+        tr = _train(student, p, teacher, schedule=local,
+                    recorder=_shift_recorder(rec, n0, t0, skip_initial=seg > 0), **skw)
         tr.records[:] = _roundtrip(tr.records)
         acc.add(tr, n0, t0, first=(seg == 0))
         if L0 is None:
@@ -257,11 +294,11 @@ def _run_one(spec, store_root, _stop_after_segments):
         if n0 >= max_updates or t0 >= max_time or tr.n[-1] == 0:
             status = "horizon"
             break
-        meta = {"schema": SCHEMA, "n0": n0, "t0": t0, "h0": h0, "L0": L0, "forced": forced,
-                "ngrad": ngrad, "seg": seg, "records": acc.records}
-        arrs = acc.arrays(student.m, student.d)
-        arrs.update({f"p_{k}": v for k, v in _params_arrays(p).items()})
-        store.write_checkpoint(key, _identity(spec), arrs, meta)
+        acc.write_part(store, key, student.m, student.d)
+        meta = {"schema": SCHEMA, "format": CHECKPOINT_FORMAT, "parts": acc.parts, "n0": n0,
+                "t0": t0, "h0": h0, "L0": L0, "forced": forced, "ngrad": ngrad, "seg": seg}
+        store.write_checkpoint(key, _identity(spec),
+                               {f"p_{k}": v for k, v in _params_arrays(p).items()}, meta)
         if _stop_after_segments is not None and seg >= _stop_after_segments:
             return {"key": key, "status": "interrupted", "skipped": False, "resumed": resumed,
                     "wall": time.perf_counter() - wall0}

@@ -11,6 +11,9 @@ Layout of a store ``DIR``::
                                     parameters a, W, b, c -- or a, G, V, c (gates, values) for
                                     SwiGLU students (spec.student.activation = "swiglu")
     DIR/runs/<key>/checkpoint.npz   state of an unfinished run (removed when it finishes)
+    DIR/runs/<key>/part_<i>.npz     the trajectory of an unfinished run, appended part by part:
+                                    part i holds what was computed since part i − 1 (removed
+                                    when the run finishes)
     DIR/sweeps/<hash>.json          the ordered run keys of each sweep written to the store
 
 Everything is readable without popdyn: ``json.load`` and ``numpy.load`` (non-finite floats are
@@ -19,6 +22,14 @@ temporary file in the same directory, flushed, ``fsync``-ed and moved into place
 ``os.replace`` (then the directory is ``fsync``-ed), so a crash leaves either the old file or
 the new one, never a torn one.  A store or record written by a newer schema is refused with a
 :class:`StoreError`.
+
+Checkpoints (internal state of unfinished runs, never a result) come in two formats, both read:
+format 1 keeps everything -- state, trajectory so far and the records (in ``meta``) -- in
+``checkpoint.npz``, rewritten whole at every checkpoint (so the work grows quadratically with
+the run); format 2 (``meta["format"] = 2``, written now) keeps only the state and ``meta`` there
+and appends the trajectory and records computed since the previous checkpoint as a new
+``part_<i>.npz`` (written, atomically, before the ``checkpoint.npz`` that counts it in
+``meta["parts"]``, so a checkpoint never refers to a missing part).
 """
 from __future__ import annotations
 
@@ -34,6 +45,8 @@ import numpy as np
 
 SCHEMA = 1
 FORMAT = "popdyn-store"
+#: the checkpoint format written (see the module docstring; format 1 is still read)
+CHECKPOINT_FORMAT = 2
 
 
 class StoreError(RuntimeError):
@@ -41,13 +54,8 @@ class StoreError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------- JSON
-def _clean(o):
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return _clean(o.tolist())
+def _clean_scalar(o):
+    """The general (isinstance-based) cleaning of one non-container value."""
     if isinstance(o, (bool, np.bool_)):
         return bool(o)
     if isinstance(o, (int, np.integer)):
@@ -62,6 +70,36 @@ def _clean(o):
     return o
 
 
+def _clean(o):
+    """``o`` as JSON-native data: dicts with str keys, lists, str, int, float, bool, None;
+    numpy scalars and arrays as Python numbers and (nested) lists, tuples as lists, and the
+    non-finite floats as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+    The exact built-in types are dispatched first (most of a record), finite float arrays are
+    converted in one ``tolist``; everything else goes through the general isinstance chain,
+    so the result is the same as a plain recursive conversion.  Cleaning is idempotent and
+    ``json.loads(json.dumps(_clean(o)))`` equals ``_clean(o)``.
+    """
+    t = type(o)
+    if t is float:
+        return o if o - o == 0.0 else _clean_scalar(o)      # finite floats pass unchanged
+    if t is str or t is int or t is bool or o is None:
+        return o
+    if t is dict:
+        return {(k if type(k) is str else str(k)): _clean(v) for k, v in o.items()}
+    if t is list or t is tuple:
+        return [_clean(v) for v in o]
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    if isinstance(o, np.ndarray):
+        if o.ndim and (o.dtype.kind in "biu" or (o.dtype.kind == "f" and np.isfinite(o).all())):
+            return o.tolist()                                 # already JSON-native
+        return _clean(o.tolist())
+    return _clean_scalar(o)
+
+
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -74,10 +112,14 @@ def num(x):
     return float(x)
 
 
+#: the canonical encoder (``json.dumps`` with these arguments builds the same one per call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, allow_nan=False, ensure_ascii=False,
+                              separators=(",", ":"))
+
+
 def dumps(obj) -> str:
     """Canonical JSON (sorted keys, no NaN literals)."""
-    return json.dumps(_clean(obj), sort_keys=True, allow_nan=False, ensure_ascii=False,
-                      separators=(",", ":"))
+    return _CANONICAL.encode(_clean(obj))
 
 
 def run_key(spec: dict, version: str) -> str:
@@ -121,9 +163,96 @@ def atomic_write(path, data: bytes):
     _fsync_dir(path.parent)
 
 
+class _NotNative(Exception):
+    """A value outside the exact JSON-native types met by :func:`_indent1`."""
+
+
+try:
+    from json.encoder import c_encode_basestring as _encode_str
+except ImportError:  # pragma: no cover  (CPython always has the C accelerator)
+    from json.encoder import py_encode_basestring as _encode_str
+
+
+def _indent1_scalar(o, t):
+    if t is str:
+        return _encode_str(o)
+    if t is float:
+        if o - o == 0.0:
+            return float.__repr__(o)
+        raise ValueError("Out of range float values are not JSON compliant: " + repr(o))
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if t is int:
+        return int.__repr__(o)
+    raise _NotNative
+
+
+def _indent1(o, level: int, out: list):
+    """Append the text of ``json.dumps(o, sort_keys=True, indent=1, allow_nan=False,
+    ensure_ascii=False)`` at nesting ``level`` to ``out`` (exact built-in JSON types only;
+    anything else raises :class:`_NotNative`)."""
+    t = type(o)
+    if t is dict:
+        if not o:
+            out.append("{}")
+            return
+        nl = "\n" + " " * (level + 1)
+        out.append("{")
+        sep = nl
+        for k in sorted(o):
+            if type(k) is not str:
+                raise _NotNative
+            v = o[k]
+            tv = type(v)
+            out.append(sep)
+            out.append(_encode_str(k))
+            out.append(": ")
+            if tv is dict or tv is list or tv is tuple:
+                _indent1(v, level + 1, out)
+            else:
+                out.append(_indent1_scalar(v, tv))
+            sep = "," + nl
+        out.append("\n" + " " * level + "}")
+    elif t is list or t is tuple:
+        if not o:
+            out.append("[]")
+            return
+        nl = "\n" + " " * (level + 1)
+        out.append("[")
+        sep = nl
+        for v in o:
+            tv = type(v)
+            out.append(sep)
+            if tv is dict or tv is list or tv is tuple:
+                _indent1(v, level + 1, out)
+            else:
+                out.append(_indent1_scalar(v, tv))
+            sep = "," + nl
+        out.append("\n" + " " * level + "]")
+    else:
+        out.append(_indent1_scalar(o, t))
+
+
+def dumps_indented(obj) -> str:
+    """``json.dumps(_clean(obj), sort_keys=True, allow_nan=False, indent=1, ensure_ascii=False)``
+    -- the text of the store's JSON files -- by a direct encoder for the JSON-native data that
+    :func:`_clean` returns (the standard library's indenting encoder is pure Python and
+    generator-based); anything it does not cover goes through ``json.dumps`` itself."""
+    obj = _clean(obj)
+    out = []
+    try:
+        _indent1(obj, 0, out)
+    except (_NotNative, RecursionError):
+        return json.dumps(obj, sort_keys=True, allow_nan=False, indent=1, ensure_ascii=False)
+    return "".join(out)
+
+
 def write_json(path, obj):
-    atomic_write(path, (json.dumps(_clean(obj), sort_keys=True, allow_nan=False, indent=1,
-                                   ensure_ascii=False) + "\n").encode())
+    atomic_write(path, (dumps_indented(obj) + "\n").encode())
 
 
 def write_npz(path, **arrays):
@@ -233,17 +362,26 @@ class Store:
 
     def write_run(self, key: str, record: dict, arrays: dict):
         """Write a finished run: arrays first, then the record (the completion marker), then
-        drop its checkpoint."""
+        drop its checkpoint (and checkpoint parts)."""
         d = self.run_dir(key)
         write_npz(d / "arrays.npz", **arrays)
         write_json(d / "record.json", {**record, "schema": SCHEMA, "key": key})
-        ck = d / "checkpoint.npz"
-        if ck.exists():
-            ck.unlink()
+        stale = [d / "checkpoint.npz"] + sorted(d.glob("part_*.npz"))
+        removed = False
+        for f in stale:
+            if f.exists():
+                f.unlink()
+                removed = True
+        if removed:
             _fsync_dir(d)
 
     # -- checkpoints
     def write_checkpoint(self, key: str, spec: dict, arrays: dict, meta: dict):
+        """Write the state of an unfinished run (atomically replacing the previous one);
+        ``meta`` is stored as its canonical JSON (:func:`dumps`).  In checkpoint format 2
+        (``meta["format"] = 2``) ``meta["parts"]`` counts the parts written before
+        (:meth:`write_checkpoint_part`) that hold the trajectory.
+        """
         d = self.run_dir(key)
         d.mkdir(parents=True, exist_ok=True)
         spec_path = d / "spec.json"
@@ -252,9 +390,31 @@ class Store:
         write_npz(d / "checkpoint.npz", meta=np.frombuffer(dumps(meta).encode(), dtype=np.uint8),
                   **arrays)
 
+    def write_checkpoint_part(self, key: str, index: int, arrays: dict, records_json: str):
+        """Write part ``index`` of an unfinished run's trajectory (checkpoint format 2): the
+        arrays computed since the previous part, and their records as the canonical JSON text
+        ``records_json`` of a list (see :func:`dumps`).  Parts are written before the
+        checkpoint that counts them and are never modified afterwards (a part rewritten after
+        a resume has the same content)."""
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"`index` must be an int >= 0, got {index!r}")
+        if "records" in arrays:
+            raise ValueError("`arrays` must not have a key 'records' (the records are stored "
+                             "from `records_json`)")
+        d = self.run_dir(key)
+        d.mkdir(parents=True, exist_ok=True)
+        write_npz(d / f"part_{index}.npz",
+                  records=np.frombuffer(records_json.encode(), dtype=np.uint8), **arrays)
+
     def checkpoint(self, key: str):
-        """(arrays, meta) of the run's checkpoint, or None."""
-        path = self.run_dir(key) / "checkpoint.npz"
+        """(arrays, meta) of the run's checkpoint, or None when there is none or it cannot be
+        used (unreadable, other schema, a part missing or inconsistent: the run starts over).
+
+        Both checkpoint formats come back in the shape of format 1: the state arrays with the
+        whole trajectory so far (format 2: its parts concatenated) and ``meta["records"]``.
+        """
+        d = self.run_dir(key)
+        path = d / "checkpoint.npz"
         if not path.exists():
             return None
         try:
@@ -263,9 +423,38 @@ class Store:
                 meta = json.loads(bytes(z["meta"]).decode())
         except (OSError, ValueError, KeyError, EOFError):
             return None              # unreadable checkpoint: start over (never trusted)
-        if meta.get("schema") != SCHEMA:
+        if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
             return None
-        return arrs, meta
+        fmt = meta.get("format", 1)
+        if fmt == 1:
+            return (arrs, meta) if isinstance(meta.get("records"), list) else None
+        if fmt != CHECKPOINT_FORMAT:
+            return None
+        parts = meta.get("parts")
+        if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+            return None
+        chunks, records = [], []
+        try:
+            for i in range(parts):
+                with np.load(d / f"part_{i}.npz") as z:
+                    chunks.append({k: z[k] for k in z.files if k != "records"})
+                    recs = json.loads(bytes(z["records"]).decode())
+                if not isinstance(recs, list):
+                    return None
+                records.extend(recs)
+        except (OSError, ValueError, KeyError, EOFError):
+            return None              # a missing or unreadable part: start over
+        names = set(chunks[0])
+        if any(set(c) != names for c in chunks) or names & set(arrs):
+            return None
+        try:
+            traj = {k: np.concatenate([c[k] for c in chunks]) for k in names}
+        except ValueError:
+            return None
+        if "snap_n" not in traj or len(records) != len(traj["snap_n"]):
+            return None
+        arrs.update(traj)
+        return arrs, {**meta, "records": records}
 
     # -- sweeps
     def write_sweep(self, name: str, keys: list, cfg: dict):

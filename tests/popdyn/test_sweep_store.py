@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from popdyn import config as C
@@ -262,3 +263,113 @@ def test_cli_forms(tmp_path, capsys):
     assert main(["show", "--store", st, "zzzz"]) == 2
     assert "no finished run" in capsys.readouterr().err
     assert main(["table", "--store", str(tmp_path / "none")]) == 2
+
+
+# ------------------------------------------------------------------ checkpoint parts, JSON
+def _interrupted(tmp_path, name, method="gd", updates=35, segments=2):
+    spec = C.expand(tiny(method=method, updates=updates))[0]
+    out = run_one(spec, str(tmp_path / name), _stop_after_segments=segments)
+    assert out["status"] == "interrupted"
+    return spec, spec_key(spec), Store(tmp_path / name)
+
+
+def test_checkpoint_parts_written_once_and_removed(tmp_path):
+    spec, key, st = _interrupted(tmp_path, "a", segments=3)
+    d = st.run_dir(key)
+    assert sorted(p.name for p in d.glob("part_*.npz")) == ["part_0.npz", "part_1.npz",
+                                                            "part_2.npz"]
+    arrs, meta = st.checkpoint(key)
+    assert meta["format"] == 2 and meta["parts"] == 3
+    assert len(meta["records"]) == len(arrs["snap_n"]) and arrs["n"][-1] == meta["n0"]
+    # each part holds only what its segment added: the snapshots do not repeat
+    assert len(np.unique(arrs["snap_n"])) == len(arrs["snap_n"])
+    run_one(spec, str(tmp_path / "a"))
+    assert not list(d.glob("part_*.npz")) and not (d / "checkpoint.npz").exists()
+    run_one(spec, str(tmp_path / "b"))
+    same_run(st, Store(tmp_path / "b"), key)
+
+
+@pytest.mark.parametrize("method", ["gd", "flow"])
+def test_resume_from_format1_checkpoint(tmp_path, method):
+    """A checkpoint in the old single-file layout (records in meta) still resumes identically."""
+    from popdyn.experiments.store import dumps, write_npz
+
+    spec, key, st = _interrupted(tmp_path, "a", method=method)
+    arrs, meta = st.checkpoint(key)
+    d = st.run_dir(key)
+    for p in d.glob("part_*.npz"):
+        p.unlink()
+    old = {k: v for k, v in meta.items() if k not in ("format", "parts")}
+    write_npz(d / "checkpoint.npz", meta=np.frombuffer(dumps(old).encode(), dtype=np.uint8),
+              **arrs)
+    out = run_one(spec, str(tmp_path / "a"))
+    assert out["resumed"] and not list(d.glob("part_*.npz"))
+    run_one(spec, str(tmp_path / "b"))
+    same_run(st, Store(tmp_path / "b"), key)
+
+
+def test_checkpoint_with_missing_or_bad_part_starts_over(tmp_path):
+    spec, key, st = _interrupted(tmp_path, "a")
+    d = st.run_dir(key)
+    run_one(spec, str(tmp_path / "b"))
+    (d / "part_1.npz").unlink()
+    assert st.checkpoint(key) is None
+    out = run_one(spec, str(tmp_path / "a"))
+    assert not out["resumed"]
+    same_run(st, Store(tmp_path / "b"), key)
+    spec, key, st = _interrupted(tmp_path, "c")
+    (st.run_dir(key) / "part_0.npz").write_bytes(b"not a zip file")
+    assert st.checkpoint(key) is None
+
+
+def test_part_written_but_checkpoint_not(tmp_path, monkeypatch):
+    """A crash between a part and the checkpoint that would count it: the checkpoint still
+    refers to the earlier parts; the resumed run rewrites the part and ends identical."""
+    spec, key, st = _interrupted(tmp_path, "a")
+    calls = []
+    real = Store.write_checkpoint
+
+    def failing(self, *a, **kw):
+        calls.append(1)
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(Store, "write_checkpoint", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run_one(spec, str(tmp_path / "a"))
+    monkeypatch.setattr(Store, "write_checkpoint", real)
+    d = st.run_dir(key)
+    assert calls and (d / "part_2.npz").exists() and st.checkpoint(key)[1]["parts"] == 2
+    out = run_one(spec, str(tmp_path / "a"))
+    assert out["resumed"]
+    run_one(spec, str(tmp_path / "b"))
+    same_run(st, Store(tmp_path / "b"), key)
+
+
+def test_json_writers_match_the_standard_library():
+    from popdyn.experiments.store import _clean, dumps, dumps_indented
+
+    rng = np.random.default_rng(1)
+    floats = [0.0, -0.0, 1e-320, 1e300, -2.5, float("nan"), float("inf"), -float("inf"), 1 / 3]
+
+    def value(depth):
+        r = rng.random()
+        if depth > 3 or r < 0.5:
+            return [rng.choice(floats), int(rng.integers(-2**62, 2**62)), True, False, None,
+                    "é\"\\\n\t\u2028x", np.float64(rng.standard_normal()), np.int64(7),
+                    np.bool_(False), np.arange(3.0), np.array([1.0, np.nan])][int(rng.integers(11))]
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(int(rng.integers(4)))]
+        if r < 0.75:
+            return tuple(value(depth + 1) for _ in range(int(rng.integers(3))))
+        keys = ["a", "B", "é", "_", "aa", 3, 2.5, True, None]
+        return {keys[int(rng.integers(len(keys)))]: value(depth + 1)
+                for _ in range(int(rng.integers(5)))}
+
+    for _ in range(3000):
+        o = value(0)
+        c = _clean(o)
+        assert _clean(c) == c and json.loads(json.dumps(c)) == c
+        assert dumps_indented(o) == json.dumps(c, sort_keys=True, allow_nan=False, indent=1,
+                                               ensure_ascii=False)
+        assert dumps(o) == json.dumps(c, sort_keys=True, allow_nan=False, ensure_ascii=False,
+                                      separators=(",", ":"))
