@@ -6,6 +6,8 @@ Each moment comes with an entrywise error estimate from :func:`popdyn._hermite.m
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ._hermite import Tails, unit_coefficients
@@ -107,6 +109,40 @@ def pl_vs_link_hermite(su, tu, rtol):
     S, tS, Dd, tD = _link_seqs(g, tu.n, N, include_pl=False)
     R = _geometry(su, tu)
     return _cross_from(uc, S, tS, Dd, tD, R) + (N,)
+
+
+@functools.lru_cache(maxsize=64)
+def _link_values(g, k: int):
+    """(N, S): the truncation order :func:`_link_order` of link ``g`` and the value rows of its
+    Hermite part, k copies (the ``S`` of :func:`_link_seqs` without the PL part).
+    Teacher-only: cached per link object (links are immutable) and k; callers must not modify
+    ``S`` (it is left writable so that the kernels see their usual array type)."""
+    N = _link_order(g)
+    S = _link_seqs(g, k, N, include_pl=False)[0]
+    return N, S
+
+
+def pl_vs_link_values(su, tu):
+    """Ct of :func:`pl_vs_link_hermite` alone (value moments E[σ_i H_t], no error estimate):
+    the same Mehler sum of the same coefficient rows, so bit-identical to its ``Ct``."""
+    from ._kernels import hermite as _kh
+    from ._kernels import mehler as _km
+
+    N, Y = _link_values(tu.link, tu.n)
+    n = max(int(N), 1)               # the PL student rows' order, as in _coeffs
+    m = su.n
+    X = np.empty((m, n + 1))
+    _kh.pl_coeffs(float(su.p[0]), float(su.q[0]), su.al, su.be, X, np.empty((m, n + 1)),
+                  np.empty((m, n + 1)))
+    Nc = min(X.shape[1], Y.shape[1]) - 1     # common order (mehler_moment truncates)
+    if X.shape[1] - 1 > Nc:
+        X = np.ascontiguousarray(X[:, :Nc + 1])
+    if Y.shape[1] - 1 > Nc:
+        Y = np.ascontiguousarray(Y[:, :Nc + 1])
+    R = np.clip(_geometry(su, tu), -1.0, 1.0)
+    val = np.empty(R.shape)
+    _km.mehler(X, Y, R, val)
+    return val
 
 
 def _cross_from(uc, S, tS, Dd, tD, R):

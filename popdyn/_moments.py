@@ -152,6 +152,35 @@ def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
     return M
 
 
+def value_moments(student, params, teacher, *, rtol: float = 1e-10) -> Moments:
+    """The moments of the diagnostics -- C, B, μ0 and the cross values Ct (AGOP and refit
+    problems) -- each bit-identical to the same entry of :func:`moments` with ``grad=False``.
+
+    For a piecewise-linear student against an additive teacher link only the value moments Ct
+    of the link's Hermite part are evaluated (no derivative moments, no error estimates); every
+    other pairing is delegated to :func:`moments`.  Fields other than C, B, μ0, Ct and theta
+    may be None; ``errC``/``errCt`` are not computed on the fast path.
+    """
+    su = student_units(student, params)
+    if su.kind != "pl" or teacher.kind != "additive":
+        return moments(student, params, teacher, rtol=rtol, grad=False)
+    tu = teacher_units(teacher)
+    g = tu.link
+    herm = bool(np.any(g.coeffs != 0.0))
+    if herm and not (np.all(np.isfinite(su.al)) and np.all(np.isfinite(su.be))):
+        return moments(student, params, teacher, rtol=rtol, grad=False)   # raises there
+    m, k = su.n, tu.n
+    C, B, A, D, mu0, mu1, mu2 = _pl_self(su)
+    # the Ct of cross_moments, term by term (same operations, so the same rounding)
+    Ct = np.zeros((m, k))
+    if g.p != 0.0 or g.q != 0.0:
+        Ct = _pl_pair(su, tu, np.full(k, g.p), np.full(k, g.q))[0]
+    if herm:
+        from . import _hermite_bridge as hb
+        Ct = Ct + hb.pl_vs_link_values(su, tu)
+    return Moments(C=C, mu0=mu0, Ct=Ct, B=B, A=A, D=D, mu1=mu1, mu2=mu2, theta=su.theta)
+
+
 def cross_moments(su: UnitSet, tu: UnitSet, rtol: float):
     """Student units × teacher units: (Ct, Bt, At, Dt, errCt, order)."""
     m, k = su.n, tu.n

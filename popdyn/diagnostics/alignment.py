@@ -140,8 +140,13 @@ def alignment(M, U) -> Alignment:
     A_top; DESIGN §5.
     """
     M = check_agop(M)
+    U = check_subspace(U, M.shape[0])
+    return _alignment(M, U)
+
+
+def _alignment(M: np.ndarray, U: np.ndarray) -> Alignment:
+    """:func:`alignment` of a checked matrix ``M`` and subspace ``U`` (no input checks)."""
     d = M.shape[0]
-    U = check_subspace(U, d)
     r = U.shape[0]
     lam, Q = np.linalg.eigh(0.5 * (M + M.T))
     lam = lam[::-1].copy()

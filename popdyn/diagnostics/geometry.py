@@ -145,6 +145,13 @@ class NeuronGeometry:
         return float(np.sum(w * ang[ok]) / tot) if tot > 0 else float("nan")
 
 
+def _orthonormal_pair(ax: np.ndarray) -> bool:
+    """``np.allclose(ax @ ax.T, np.eye(2), atol=1e-10)`` for two finite axes: the same test
+    |G − I| ≤ atol + rtol·|I| entrywise (rtol = 1e−5), without allclose's overhead."""
+    eye = np.eye(2)
+    return bool(np.all(np.abs(ax @ ax.T - eye) <= 1e-10 + 1e-5 * np.abs(eye)))
+
+
 def importance(params) -> np.ndarray:
     """|a_j|·sqrt(|w_j|² + b_j²) (DESIGN §2)."""
     return np.abs(params.a) * np.sqrt(np.einsum("ij,ij->i", params.W, params.W) + params.b ** 2)
@@ -170,10 +177,15 @@ def neuron_geometry(params, U, *, axes=None) -> NeuronGeometry:
 
     if not isinstance(params, Params):
         raise TypeError(f"`params` must be a popdyn.Params, got {type(params).__name__}")
-    W = params.W
-    S, ax = teacher_frame(U, W.shape[1])
+    S, ax = teacher_frame(U, params.W.shape[1])
     if axes is not None:
         ax = _check_axes(axes, S)
+    return _neuron_geometry(params, S, ax)
+
+
+def _neuron_geometry(params, S: np.ndarray, ax: np.ndarray) -> NeuronGeometry:
+    """:func:`neuron_geometry` with a checked frame (S, axes) (no input checks)."""
+    W = params.W
     r = S.shape[0]
     coords = W @ S.T
     Pw = coords @ S
@@ -192,7 +204,7 @@ def neuron_geometry(params, U, *, axes=None) -> NeuronGeometry:
     axang[undefined] = np.nan
     k = np.where(undefined, -1, k)
     plane = None
-    if r == 2 and ax.shape[0] == 2 and np.allclose(ax @ ax.T, np.eye(2), atol=1e-10):
+    if r == 2 and ax.shape[0] == 2 and _orthonormal_pair(ax):
         p = Pw @ ax.T
         plane = np.degrees(np.arctan2(np.abs(p[:, 1]), np.abs(p[:, 0])))
         plane[undefined] = np.nan
@@ -229,3 +241,38 @@ def angle_histogram(angles, weights=None, *, width: float = 5.0, upper: float = 
     if not tot > 0:
         return np.full(nb, np.nan), edges
     return h / tot, edges
+
+
+#: the recorder's 5° bins on [0°, 90°] (as built by :func:`angle_histogram`)
+_EDGES_5 = np.linspace(0.0, 90.0, 19)
+_EDGES_5.setflags(write=False)
+#: numpy.histogram processes its input in blocks of this size
+_NP_HIST_BLOCK = 65536
+
+
+def _histogram_5(ang: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``angle_histogram(ang, w)[0]`` (5° bins on [0°, 90°]) without its argument checks, for
+    angles computed by :func:`_neuron_geometry` and importances ≥ 0.
+
+    ``numpy.histogram`` with explicit bin edges sums the weights as differences of the
+    cumulative sums of the angle-sorted weights; the same operations are done here, so the
+    result is bit-identical (inputs longer than numpy's block size go through
+    :func:`angle_histogram` itself).
+    """
+    ok = np.isfinite(ang)
+    a = ang[ok]
+    if (ang.shape[0] > _NP_HIST_BLOCK or np.any((a < 0) | (a > 90.0))
+            or not np.all(np.isfinite(w)) or np.any(w < 0)):
+        return angle_histogram(ang, w)[0]          # (raises the documented error on bad input)
+    order = np.argsort(a)
+    sa = a[order]
+    cw = np.concatenate((np.zeros(1), w[ok][order].cumsum()))
+    idx = np.concatenate((sa.searchsorted(_EDGES_5[:-1], "left"),
+                          sa.searchsorted(_EDGES_5[-1:], "right")))
+    cum = np.zeros(_EDGES_5.shape)
+    cum += cw[idx]
+    h = np.diff(cum)
+    tot = float(np.sum(h))
+    if not tot > 0:
+        return np.full(18, np.nan)
+    return h / tot

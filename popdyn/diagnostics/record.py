@@ -28,9 +28,10 @@ import numpy as np
 
 from .. import _validate as V
 from .agop import agop_from_moments
-from .alignment import Alignment, alignment, check_subspace
+from .alignment import Alignment, _alignment, alignment, check_subspace
 from .gates import GateGeometry, gate_geometry
-from .geometry import NeuronGeometry, neuron_geometry, snap_to_axes, teacher_frame
+from .geometry import (NeuronGeometry, _histogram_5, _neuron_geometry, snap_to_axes,
+                       teacher_frame)
 from .refit import KINDS, _check_budget, _problem_from, _refit
 
 #: refit kinds defined for SwiGLU students (``projected`` snaps ridge weights: not defined)
@@ -77,12 +78,13 @@ class Diagnostics:
             rec.update(self.geometry.as_dict())
         elif self.geometry is not None:
             g = self.geometry
-            rec["hist_subspace"] = g.histogram("subspace")[0].tolist()
-            rec["hist_axis"] = g.histogram("axis")[0].tolist()
+            # _histogram_5(ang, w) is g.histogram(which)[0] (5° bins) without argument checks
+            rec["hist_subspace"] = _histogram_5(g.subspace_angle, g.importance).tolist()
+            rec["hist_axis"] = _histogram_5(g.axis_angle, g.importance).tolist()
             rec["mean_subspace_angle"] = g.weighted_mean("subspace")
             rec["mean_axis_angle"] = g.weighted_mean("axis")
             if g.plane_angle is not None:
-                rec["hist_plane"] = g.histogram("plane")[0].tolist()
+                rec["hist_plane"] = _histogram_5(g.plane_angle, g.importance).tolist()
         rec.update(self.extra)
         return rec
 
@@ -119,7 +121,8 @@ def _settings(kinds, budget, rcond, geometry):
 
 def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_budget"),
              budget=None, geometry: bool = False, rcond: float = 1e-12,
-             equilibrate: bool = True, rtol: float = 1e-10, _checked: bool = False) -> Diagnostics:
+             equilibrate: bool = True, rtol: float = 1e-10, _checked: bool = False,
+             _frame=None) -> Diagnostics:
     """AGOP, alignment, refit risks (and optionally neuron geometry) at one checkpoint.
 
     Parameters
@@ -143,11 +146,16 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     SwiGLU students and multi-index (gated) teachers are supported (module docstring); for
     SwiGLU the kind ``projected`` raises ``ValueError``.
 
+    Only the moments the diagnostics use are evaluated (C, B, μ0 and the cross values Ct:
+    :func:`popdyn._moments.value_moments`, bit-identical to the same entries of the full
+    evaluation).  ``_frame`` (private) is the checked ``teacher_frame(U or teacher, d)``, passed
+    by :func:`recorder`, which computes it once.
+
     References
     ----------
     Seed paper 003, Figures 1–2 (alignment, refit and geometry rows); DESIGN §5.
     """
-    from .._moments import moments as _engine
+    from .._moments import value_moments as _engine
     from ..objective import _check, _extension
 
     ext = _extension(student, teacher)
@@ -159,17 +167,20 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
         _check(student, params, teacher)
         kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
         rtol = V.real("rtol", rtol, positive=True)
-    if ext is None:
+    if ext is None:              # C, B, μ0, Ct (all the diagnostics need)
         def moments(student, params, teacher, *, rtol, grad):
-            return _engine(student, params, teacher, rtol=rtol, grad=grad)
+            return _engine(student, params, teacher, rtol=rtol)
     else:                        # multi-index (gated) teacher, ordinary student: C, B, μ0, Ct
         def moments(student, params, teacher, *, rtol, grad):
             return ext.refit_moments(student, params, teacher, rtol)
-    frame = teacher if U is None else U
-    S, axes = teacher_frame(frame, student.d)
+    if _frame is None:
+        _frame = teacher_frame(teacher if U is None else U, student.d)
+    S, axes = _frame
     M = moments(student, params, teacher, rtol=rtol, grad=False)
-    A = agop_from_moments(student, params, M.B)
-    al = alignment(A, S)
+    A = np.ascontiguousarray(agop_from_moments(student, params, M.B))
+    # A is exactly symmetric (agop_from_moments symmetrizes) and S checked: only finiteness
+    # is left to check (alignment itself raises the documented error)
+    al = _alignment(A, S) if np.isfinite(A).all() else alignment(A, S)
     prob = None
     refits = {}
     for kind in kinds:
@@ -184,7 +195,7 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
         b = {"unrestricted": None, "bounded": budget,
              "same_budget": float(np.linalg.norm(params.a))}[kind]
         refits[kind] = _refit(prob, kind, b, rcond=rcond, equilibrate=equilibrate, params=params)
-    geo = neuron_geometry(params, S, axes=axes) if geometry else None
+    geo = _neuron_geometry(params, S, axes) if geometry else None
     return Diagnostics(A, al, refits, geo, float(teacher.variance))
 
 
@@ -246,10 +257,21 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
     if not isinstance(equilibrate, (bool, np.bool_)):
         raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
 
+    frames = {}                  # the checked teacher frame: per (teacher, d) when U is None
+
+    def frame(student, teacher):
+        key = (student.d, None if U is not None else id(teacher))
+        hit = frames.get(key)
+        if hit is None or (U is None and hit[0] is not teacher):
+            if len(frames) > 8:
+                frames.clear()
+            hit = frames[key] = (teacher, teacher_frame(teacher if U is None else U, student.d))
+        return hit[1]
+
     def record(student, params, teacher, *, n, t, loss) -> dict:
         D = diagnose(student, params, teacher, U=U, kinds=kinds, budget=budget,
                      geometry=geometry, rcond=rcond, equilibrate=bool(equilibrate), rtol=rtol,
-                     _checked=True)
+                     _checked=True, _frame=frame(student, teacher))
         rec = {"n": int(n), "t": float(t), "loss": float(loss),
                "normalized_loss": 2.0 * float(loss) / D.variance}
         rec.update(D.as_record())

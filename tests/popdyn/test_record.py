@@ -130,3 +130,100 @@ def test_series_and_at_update_bad_input():
         at_update(_T(), 1)
     with pytest.raises(ValueError, match="`n`"):
         at_update(_T(), -1)
+
+
+# ------------------------------------------------------------------ fast paths of the recorder
+# The recorder evaluates only the moments the diagnostics use and skips re-validating its
+# own intermediate results; every stored number must stay bit-identical to the general path.
+
+@pytest.mark.parametrize("link", ["silu", "silu_centered", "relu", "sin", "h2", "abs", "tanh",
+                                  "damped_cubic:0.5", "h3+0.3h2", "gaussian_bump", "h1"])
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
+def test_value_moments_bit_identical(link, activation):
+    from popdyn._moments import moments, value_moments
+
+    d, m = 6, 7
+    T = popdyn.Teacher.additive(link, np.eye(d)[:2])
+    S = popdyn.Student(d, m, activation=activation, bias=True)
+    for seed, scale in ((0, 0.01), (1, 1.0), (2, 3.0)):
+        p = S.init(seed, scale, T)
+        if seed == 2:                 # degenerate rows: zero, duplicate, antiparallel, on an axis
+            W = p.W.copy()
+            W[0] = 0.0
+            W[1] = W[2]
+            W[3] = -W[4]
+            W[5] = 2.0 * np.eye(d)[0]
+            p = p.replace(W=W)
+        full, fast = moments(S, p, T, grad=False), value_moments(S, p, T)
+        for f in ("C", "B", "mu0", "Ct"):
+            x, y = getattr(full, f), getattr(fast, f)
+            assert x.shape == y.shape and x.tobytes() == y.tobytes(), f
+
+
+def test_value_moments_delegates_other_pairings():
+    from popdyn._moments import moments, value_moments
+
+    U = np.array([[1.0, 0, 0, 0], [0.6, 0.8, 0, 0]])
+    cases = ((popdyn.Student(4, 5, activation="silu"), popdyn.Teacher.additive("h2", np.eye(4)[:2])),
+             (popdyn.Student(4, 5), popdyn.Teacher.network("relu", [1.0, -0.5], U, [0.1, 0.0])))
+    for S, T in cases:
+        p = S.init(0, 0.5, T)
+        full, fast = moments(S, p, T, grad=False), value_moments(S, p, T)
+        for f in ("C", "B", "mu0", "Ct"):
+            assert getattr(full, f).tobytes() == getattr(fast, f).tobytes(), f
+
+
+def test_histogram_5_bit_identical_to_angle_histogram():
+    from popdyn.diagnostics.geometry import _histogram_5, angle_histogram
+
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        n = int(rng.integers(0, 40))
+        ang = rng.uniform(0.0, 90.0, n)
+        if n and trial % 3 == 0:        # bin edges, ties, both ends, undefined angles
+            pick = rng.integers(0, n, size=max(1, n // 3))
+            ang[pick] = rng.choice([0.0, 5.0, 45.0, 85.0, 90.0, np.nan], size=pick.size)
+        w = rng.exponential(1.0, n)
+        if n and trial % 4 == 0:
+            w[rng.integers(0, n, size=max(1, n // 4))] = 0.0
+        want = angle_histogram(ang, w)[0]
+        got = _histogram_5(ang, w)
+        assert want.shape == got.shape and want.tobytes() == got.tobytes()
+    with pytest.raises(ValueError, match="angles"):
+        _histogram_5(np.array([10.0, 91.0]), np.ones(2))
+    with pytest.raises(ValueError, match="weights"):
+        _histogram_5(np.array([10.0, 20.0]), np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="weights"):
+        _histogram_5(np.array([10.0, 20.0]), np.array([1.0, np.inf]))
+
+
+def test_norm_helper_is_numpy_norm():
+    from popdyn.diagnostics.refit import _norm
+
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 7, 32, 257):
+        v = rng.standard_normal(n) * 10.0 ** rng.integers(-150, 150)
+        assert _norm(v) == float(np.linalg.norm(v))
+        assert _norm(v[::2]) == float(np.linalg.norm(v[::2]))
+
+
+@pytest.mark.parametrize("teacher", ["additive", "network", "gated"])
+def test_recorder_equals_diagnose_bitwise(teacher):
+    """The recorder (cached frame, fast paths) stores exactly diagnose(...).as_record()."""
+    d = 5
+    U = np.array([[1.0, 0, 0, 0, 0], [0.6, 0.8, 0, 0, 0]])
+    T = {"additive": popdyn.Teacher.additive("silu", np.eye(d)[:2]),
+         "network": popdyn.Teacher.network("relu", [1.0, -0.5], U, [0.1, 0.0]),
+         "gated": popdyn.Teacher.gated("gelu", np.eye(d)[:2])}[teacher]
+    S = popdyn.Student(d, 6)
+    kinds = ("unrestricted", "same_budget", "bounded", "projected")
+    for U_ in (None, T.subspace):
+        rec = recorder(U_, kinds=kinds, budget=0.7, geometry=True)
+        tr = popdyn.train(S, S.init(1, 0.5, T), T, method="gd", lr=0.2, max_updates=6,
+                          schedule=popdyn.Schedule(every=3), recorder=rec)
+        for i in range(len(tr)):
+            want = diagnose(S, tr.snapshot(i), T, U=U_, kinds=kinds, budget=0.7,
+                            geometry=True).as_record()
+            got = {k: v for k, v in tr.records[i].items()
+                   if k not in ("n", "t", "loss", "normalized_loss")}
+            assert repr(got) == repr(want)
