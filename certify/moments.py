@@ -171,8 +171,9 @@ class _PL:
             else:
                 pre = self.p * self.al * self.ph               # p α φ(h)
                 hs = _hnorm(self.x if self.s == 1 else -self.x, K - 2)   # ĥ_k(−h)
+                sq2 = _sqrt_pairs(K)                            # √n·√(n−1)
                 for n in range(2, K + 1):
-                    c.append(pre * hs[n - 2] / (_sqrt(n) * _sqrt(n - 1)))
+                    c.append(pre * hs[n - 2] / sq2[n])
         self._coef = (c, None)
         return c, self._tail(c)
 
@@ -204,10 +205,11 @@ class _PL:
 
 
 _SQRT_TABLES: dict = {}
+_SQRT_PAIR_TABLES: dict = {}
 
 
-def _sqrt(n: int):
-    """√n as a ball at the current precision (cached table)."""
+def _sqrt_table(n: int) -> list:
+    """The cached table [√0, √1, …] (balls at the current precision), at least up to √n."""
     prec = ctx.prec
     tab = _SQRT_TABLES.get(prec)
     if tab is None:
@@ -216,22 +218,44 @@ def _sqrt(n: int):
         tab = _SQRT_TABLES[prec] = []
     if n >= len(tab):
         tab.extend(arb(k).sqrt() for k in range(len(tab), max(n + 1, 2 * len(tab), 256)))
-    return tab[n]
+    return tab
+
+
+def _sqrt(n: int):
+    """√n as a ball at the current precision (cached table)."""
+    return _sqrt_table(n)[n]
+
+
+def _sqrt_pairs(n: int) -> list:
+    """The cached table of the balls √k·√(k−1) (k ≥ 2; entries 0, 1 unused), at least up to
+    k = n, each the product of the cached √k and √(k−1) at the current precision -- the same
+    ball as multiplying them at the point of use."""
+    prec = ctx.prec
+    tab = _SQRT_PAIR_TABLES.get(prec)
+    if tab is None:
+        if len(_SQRT_PAIR_TABLES) > 8:
+            _SQRT_PAIR_TABLES.clear()
+        tab = _SQRT_PAIR_TABLES[prec] = [arb(0), arb(0)]
+    if n >= len(tab):
+        sq = _sqrt_table(n)
+        tab.extend(sq[k] * sq[k - 1] for k in range(len(tab), n + 1))
+    return tab
 
 
 def _hnorm(t, K):
     """[ĥ_0(t), …, ĥ_K(t)] (balls): normalized Hermite polynomials ĥ_k = He_k/√k! by the
     recurrence ĥ_k = (t ĥ_{k−1} − √(k−1) ĥ_{k−2})/√k (empty for K < 0)."""
     out = []
+    if K < 0:
+        return out
+    sq = _sqrt_table(K)
     h0, h1 = arb(1), t
-    for k in range(K + 1):
-        if k == 0:
-            out.append(h0)
-        elif k == 1:
-            out.append(h1)
-        else:
-            h0, h1 = h1, (t * h1 - _sqrt(k - 1) * h0) / _sqrt(k)
-            out.append(h1)
+    out.append(h0)
+    if K >= 1:
+        out.append(h1)
+    for k in range(2, K + 1):
+        h0, h1 = h1, (t * h1 - sq[k - 1] * h0) / sq[k]
+        out.append(h1)
     return out
 
 
