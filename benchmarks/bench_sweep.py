@@ -5,7 +5,8 @@ additive ReLU, additive sine; rank two, normalized to unit variance), ReLU stude
 initialization scale 0.01, fixed-step gradient descent (step 0.05).  Reported:
 
 * the single-process time of one run per teacher (``run_one`` in this process, fresh store;
-  their mean is the baseline);
+  their mean is the baseline), and how much of it is spent outside the gradient-descent kernel
+  (diagnostics, checkpoints, certification, store: the per-run overhead);
 * the sweep's wall time on the local process pool, seconds per run, and the ratio
   (wall / runs) / (single-run time) — 1/workers is perfect scaling;
 * the goal: the full sweep in under 5 minutes on a two-core machine.
@@ -20,6 +21,7 @@ Certification at the plateau checkpoint is part of every run (as in `popdyn swee
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -46,6 +48,33 @@ def config(seeds: int, updates: int, every: int) -> dict:
     })
 
 
+@contextlib.contextmanager
+def kernel_timer():
+    """Accumulate the time spent in the fused GD kernel (``popdyn._kernels.fused.pl_gd``, looked
+    up by the integrator at every call) into the yielded list's first entry; yields None when
+    the kernel is not there (nothing is patched then)."""
+    from popdyn._kernels import fused
+
+    kernel = getattr(fused, "pl_gd", None)
+    if kernel is None:
+        yield None
+        return
+    acc = [0.0]
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return kernel(*args, **kwargs)
+        finally:
+            acc[0] += time.perf_counter() - t0
+
+    fused.pl_gd = timed
+    try:
+        yield acc
+    finally:
+        fused.pl_gd = kernel
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=50)
@@ -64,12 +93,15 @@ def main(argv=None) -> int:
         # warm-up (numba cache load / compile) on short runs, not timed
         for s in firsts:
             run_one({**s, "train": {**s["train"], "max_updates": 5}}, warm)
-    times = []
+    times, outside = [], []
     with tempfile.TemporaryDirectory() as one:
         for s in firsts:
-            t0 = time.perf_counter()
-            run_one(s, one)
-            times.append(time.perf_counter() - t0)
+            with kernel_timer() as kt:
+                t0 = time.perf_counter()
+                run_one(s, one)
+                times.append(time.perf_counter() - t0)
+            if kt is not None:
+                outside.append(times[-1] - kt[0])
     single = sum(times) / len(times)
     print(f"bench_sweep: {n_runs} runs ({len(TEACHERS)} teachers × {args.seeds} seeds), d = 64, "
           f"m = 32, {args.updates} updates, diagnostics every {args.every}; "
@@ -78,6 +110,11 @@ def main(argv=None) -> int:
     print("  one run, single process (seed 0): " + ", ".join(
         f"{lab} {t:.2f} s" for (lab, _), t in zip(TEACHERS, times)) + f"; mean {single:.2f} s "
         f"({1e3 * single / args.updates:.2f} ms per update incl. diagnostics and certification)")
+    if outside:
+        mo = sum(outside) / len(outside)
+        print("  outside the GD kernel (diagnostics, checkpoints, certification, store): "
+              + ", ".join(f"{lab} {t:.2f} s" for (lab, _), t in zip(TEACHERS, outside))
+              + f"; mean {mo:.2f} s per run ({100 * mo / single:.0f}% of the run)")
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
         res = sweep(cfg, d, workers=args.workers, progress=True)
