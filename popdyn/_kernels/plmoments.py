@@ -69,9 +69,9 @@ pairs that LLVM vectorizes (AVX2): the Price forms (per Gauss–Legendre rule, p
 :mod:`popdyn._kernels.vmath` (≤ 2 ulp, within the estimates' allowance for the exponentials).
 A deferred pair whose estimate then misses the target continues exactly as the scalar path
 (:func:`_ramps_rest`).  Results agree with the one-pair path :func:`_pair_moments` to rounding
-(tests/popdyn/test_vmath.py, test_plmoments.py).  At m = 32 along the benchmark's
-trajectories (benchmarks/bench_sweep.py) a fused gradient step took ≈ 0.27 ms instead of
-≈ 0.45 ms with the one-pair loop (version 0.3.0 against 0.2.0, same machine and run).
+(tests/popdyn/test_vmath.py, test_plmoments.py).  At m = 32 on the states of the sweep
+benchmark's trajectories the batched evaluation takes ≈ 1/1.9 of the time of the one-pair loop
+:func:`pl_self_moments_pairwise` (benchmarks/bench_pairs.py, both timed in the same run).
 
 *Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
 exactly linear in float64: Φ(−40) underflows; h = β/α is never formed when it could overflow),
