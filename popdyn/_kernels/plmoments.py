@@ -1161,6 +1161,32 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
 
 
 @jit
+def _pair_index(R, OMR, OPR, m1, m2, upper):
+    """The pair list of :func:`_moments_list`: all (i, j) (``upper`` False), or i ≤ j with the
+    diagonal as ρ = 1 exactly (``upper`` True, one set with itself).  Returns
+    (I, J, RHO, OM, OP, DG)."""
+    n = m1 * (m1 + 1) // 2 if upper else m1 * m2
+    I = np.empty(n, np.int64)
+    J = np.empty(n, np.int64)
+    RHO = np.empty(n)
+    OM = np.empty(n)
+    OP = np.empty(n)
+    DG = np.zeros(n, np.bool_)
+    k = 0
+    for i in range(m1):
+        for j in range(i if upper else 0, m2):
+            I[k] = i
+            J[k] = j
+            if upper and i == j:
+                DG[k] = True
+                RHO[k], OM[k], OP[k] = 1.0, 0.0, 2.0
+            else:
+                RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
+            k += 1
+    return I, J, RHO, OM, OP, DG
+
+
+@jit
 def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
                     rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
     """Pair moments of two sets of PL units: fills the m1×m2 arrays C, B, A, D.
@@ -1187,20 +1213,8 @@ def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
     m2 = al2.shape[0]
     U1 = [_unit(p1[i], q1[i], al1[i], be1[i]) for i in range(m1)]
     U2 = [_unit(p2[j], q2[j], al2[j], be2[j]) for j in range(m2)]
-    n = m1 * m2
-    I = np.empty(n, np.int64)
-    J = np.empty(n, np.int64)
-    RHO = np.empty(n)
-    OM = np.empty(n)
-    OP = np.empty(n)
-    DG = np.zeros(n, np.bool_)
-    k = 0
-    for i in range(m1):
-        for j in range(m2):
-            I[k] = i
-            J[k] = j
-            RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
-            k += 1
+    I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m1, m2, False)
+    n = I.shape[0]
     out = np.empty((n, 6))
     _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
                   rtol, atol, qtol, maxint, out)
@@ -1253,24 +1267,8 @@ def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
     """
     m = al.shape[0]
     U = [_unit(p[j], q[j], al[j], be[j]) for j in range(m)]
-    n = m * (m + 1) // 2
-    I = np.empty(n, np.int64)
-    J = np.empty(n, np.int64)
-    RHO = np.empty(n)
-    OM = np.empty(n)
-    OP = np.empty(n)
-    DG = np.empty(n, np.bool_)
-    k = 0
-    for i in range(m):
-        for j in range(i, m):
-            I[k] = i
-            J[k] = j
-            DG[k] = i == j
-            if i == j:
-                RHO[k], OM[k], OP[k] = 1.0, 0.0, 2.0
-            else:
-                RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
-            k += 1
+    I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m, m, True)
+    n = I.shape[0]
     out = np.empty((n, 6))
     _moments_list(U, p, q, al, be, U, p, q, al, be, I, J, RHO, OM, OP, DG,
                   rtol, atol, qtol, maxint, out)
