@@ -694,15 +694,6 @@ def _cond_parts(p, q, mu, tau):
 
 
 @jit
-def _cond_sigma(p, q, mu, tau):
-    """E[p relu(T) + q T] for T ~ N(mu, tau²) (:func:`_cond_parts` with Hh₁ = :func:`hh1_pos`)."""
-    base, coef, w = _cond_parts(p, q, mu, tau)
-    if coef == 0.0:
-        return base
-    return base + coef * hh1_pos(w)
-
-
-@jit
 def _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
     """The parts of the pair moments that need no ramp–ramp term: Stein's lemma on the linear
     parts, and A from the conditional law, A = f·(base + coef·Hh₁(w)) (:func:`_cond_parts`).
