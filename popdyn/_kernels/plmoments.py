@@ -926,10 +926,30 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
 
 
 @jit
-def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, qtol, maxint, out):
+def _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direct):
+    """Append pair k and its current ramp values and estimates to the rest list of
+    :func:`_moments_list` (``done_direct``: the closed forms were the last evaluator)."""
+    RK[nr] = k
+    RV[nr, 0] = P
+    RV[nr, 1] = Sij
+    RV[nr, 2] = Sji
+    RV[nr, 3] = R
+    RV[nr, 4] = eP
+    RV[nr, 5] = eSij
+    RV[nr, 6] = eSji
+    RV[nr, 7] = eR
+    RD[nr] = done_direct
+    return nr + 1
+
+
+@jit
+def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
+                   RK, RV, RD, nr):
     """Complete the pairs HK of :func:`_moments_list` whose next evaluator is the closed form
     with Genz's |r| ≥ 0.925 Φ₂: the remainder sums of :func:`popdyn._kernels.bvn._bvn_hi` for
-    all of them in one vectorized call, then per pair exactly the steps of :func:`_ramps_rest`."""
+    all of them in one vectorized call, then the closed forms per pair; a pair whose estimate
+    misses the target is pushed on the rest list (RK, RV, RD; :func:`_rest_push`) with the
+    closed forms done.  Returns the new length of the rest list."""
     nh = HK.shape[0]
     h = np.empty(nh)
     kk = np.empty(nh)
@@ -958,13 +978,15 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, qtol
         P, eP = _bvn_err_hi(h[e], -uj[3], rt, om, op, K, mag, False)
         (P, Sij, Sji, R,
          eP, eSij, eSji, eR) = _ramps_direct_with(ui[3], uj[3], rt, om, op, ui[8], uj[8], P, eP)
-        P, Sij, Sji, R = _ramps_rest_after_direct(True, P, Sij, Sji, R, eP, eSij, eSji, eR,
-                                                  ui, uj, rt, om, op, fC, fB, fDij, fDji,
-                                                  c, b, dij, dji, rtol, atol, qtol, maxint)
-        out[k, 0] = c + fC * R
-        out[k, 1] = b + fB * P
-        out[k, 4] = dij + fDij * Sij
-        out[k, 5] = dji + fDji * Sji
+        if _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                       eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol):
+            nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, True)
+        else:
+            out[k, 0] = c + fC * R
+            out[k, 1] = b + fB * P
+            out[k, 4] = dij + fDij * Sij
+            out[k, 5] = dji + fDji * Sji
+    return nr
 
 
 @jit
@@ -991,6 +1013,10 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     NPAN = np.empty(n, np.int64)
     nh = 0
     HK = np.empty(n, np.int64)         # deferred closed forms at |r̃| ≥ 0.925
+    nr = 0
+    RK = np.empty(n, np.int64)         # the rest list: pairs whose estimate misses the target
+    RV = np.empty((n, 8))
+    RD = np.empty(n, np.bool_)
     na = 0
     AK = np.empty(2 * n, np.int64)     # deferred Hh₁ of the A terms: out[k, 2 + side]
     AW = np.empty(2 * n)
@@ -1050,10 +1076,10 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
                 deferred = True
                 HK[nh] = k
                 nh += 1
+            if not deferred and need:
+                nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, False)
+                deferred = True
             if not deferred:
-                P, Sij, Sji, R = _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
-                                             rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
-                                             rtol, atol, qtol, maxint)
                 c += fC * R
                 b += fB * P
                 dij += fDij * Sij
@@ -1070,10 +1096,43 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         for e in range(na):
             out[AK[e] // 2, 2 + AK[e] % 2] = AF[e] * (AB[e] + AC[e] * H[e])
     if nh > 0:
-        _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK[:nh],
-                       rtol, atol, qtol, maxint, out)
-    if nd == 0:
-        return
+        nr = _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK[:nh], rtol, atol, out,
+                            RK, RV, RD, nr)
+    if nd > 0:
+        nr = _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK[:nd], X, Y, RT, ASR,
+                           EMIN, RULE, NPAN, rtol, atol, out, RK, RV, RD, nr)
+    # the rest of the evaluator chain, one call site (it is large: compile time)
+    for e in range(nr):
+        k = RK[e]
+        i = I[k]
+        j = J[k]
+        ui = U1[i]
+        uj = U2[j]
+        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
+                                                     RHO[k], OM[k], OP[k], DG[k])
+        c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
+        P, Sij, Sji, R, eP, eSij, eSji, eR = (RV[e, 0], RV[e, 1], RV[e, 2], RV[e, 3],
+                                              RV[e, 4], RV[e, 5], RV[e, 6], RV[e, 7])
+        if not RD[e]:
+            (P, Sij, Sji, R,
+             eP, eSij, eSji, eR) = _ramps_direct(ui[3], uj[3], rt, om, op, ui[8], uj[8],
+                                                ui[5], ui[6], ui[7], uj[5], uj[6], uj[7])
+        P, Sij, Sji, R = _ramps_rest_after_direct(True, P, Sij, Sji, R, eP, eSij, eSji, eR,
+                                                  ui, uj, rt, om, op, fC, fB, fDij, fDji,
+                                                  c, b, dij, dji, rtol, atol, qtol, maxint)
+        out[k, 0] = c + fC * R
+        out[k, 1] = b + fB * P
+        out[k, 4] = dij + fDij * Sij
+        out[k, 5] = dji + fDji * Sji
+
+
+@jit
+def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EMIN, RULE, NPAN,
+                  rtol, atol, out, RK, RV, RD, nr):
+    """Complete the pairs DK of :func:`_moments_list` deferred to the Price form: the node sums
+    per rule in one vectorized call each (:func:`_price_batch`), then the Price form per pair; a
+    pair whose estimate misses the target is pushed on the rest list.  Returns its length."""
+    nd = DK.shape[0]
     S7 = np.empty((nd, 7))
     SC = np.empty(nd)
     for rule in range(4):
@@ -1142,13 +1201,13 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
                                                ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
         if _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
                        eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol):
-            P, Sij, Sji, R = _ramps_rest(True, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj,
-                                         rt, om, op, fC, fB, fDij, fDji, c, b, dij, dji,
-                                         rtol, atol, qtol, maxint)
-        out[k, 0] = c + fC * R
-        out[k, 1] = b + fB * P
-        out[k, 4] = dij + fDij * Sij
-        out[k, 5] = dji + fDji * Sji
+            nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, False)
+        else:
+            out[k, 0] = c + fC * R
+            out[k, 1] = b + fB * P
+            out[k, 4] = dij + fDij * Sij
+            out[k, 5] = dji + fDji * Sji
+    return nr
 
 
 @jit
