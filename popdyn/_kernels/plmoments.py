@@ -995,11 +995,13 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
     RHO[k], OM[k], OP[k], DG[k]; out[k] = (C, B, Aij, Aji, Dij, Dji).
 
-    The same evaluators in the same order, but the Price forms (the common case) are deferred
-    and evaluated together, per Gauss–Legendre rule (single-panel rules, and the 20-point rule
-    on ⌈V/8⌉ panels), by :func:`_price_batch`
-    (vectorized over the pairs); each deferred pair then continues exactly as in
-    :func:`_pair_moments` (:func:`_ramps_rest` when its estimate misses the target).
+    The same evaluators in the same order, but three kinds of evaluation are deferred and done
+    for all pairs together, vectorized over the pairs: the Price forms (per Gauss–Legendre
+    rule, panels as items; :func:`_finish_price`), the closed forms at |r̃| ≥ 0.925 (Genz's
+    remainder sums; :func:`_finish_direct`) and Hh₁ of the A terms (``hh1_batch``).  Pairs
+    whose estimate still misses the target go on a rest list and continue exactly as in
+    :func:`_pair_moments` (closed forms if not yet tried, then :func:`_ramps_rest_after_direct`),
+    from one call site.
     """
     n = I.shape[0]
     nd = 0
