@@ -943,6 +943,27 @@ def _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direc
 
 
 @jit
+def _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R):
+    """out[k] (C, B, ·, ·, Dij, Dji) = the linear parts plus the ramp–ramp terms."""
+    out[k, 0] = c + fC * R
+    out[k, 1] = b + fB * P
+    out[k, 4] = dij + fDij * Sij
+    out[k, 5] = dji + fDji * Sji
+
+
+@jit
+def _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
+                    P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol, RK, RV, RD, nr, done_direct):
+    """Pair k's ramp values meet the target (:func:`_ramps_need`): write them into out[k];
+    otherwise push them on the rest list.  Returns the rest list's length."""
+    if _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                   eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol):
+        return _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direct)
+    _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R)
+    return nr
+
+
+@jit
 def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
                    RK, RV, RD, nr):
     """Complete the pairs HK of :func:`_moments_list` whose next evaluator is the closed form
@@ -978,14 +999,9 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
         P, eP = _bvn_err_hi(h[e], -uj[3], rt, om, op, K, mag, False)
         (P, Sij, Sji, R,
          eP, eSij, eSji, eR) = _ramps_direct_with(ui[3], uj[3], rt, om, op, ui[8], uj[8], P, eP)
-        if _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                       eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol):
-            nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, True)
-        else:
-            out[k, 0] = c + fC * R
-            out[k, 1] = b + fB * P
-            out[k, 4] = dij + fDij * Sij
-            out[k, 5] = dji + fDji * Sji
+        nr = _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
+                             P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol,
+                             RK, RV, RD, nr, True)
     return nr
 
 
@@ -1122,10 +1138,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         P, Sij, Sji, R = _ramps_rest_after_direct(True, P, Sij, Sji, R, eP, eSij, eSji, eR,
                                                   ui, uj, rt, om, op, fC, fB, fDij, fDji,
                                                   c, b, dij, dji, rtol, atol, qtol, maxint)
-        out[k, 0] = c + fC * R
-        out[k, 1] = b + fB * P
-        out[k, 4] = dij + fDij * Sij
-        out[k, 5] = dji + fDji * Sji
+        _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R)
 
 
 @jit
@@ -1201,14 +1214,9 @@ def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EM
          eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
                                                S7[d, 5], S7[d, 6], SC[d], rt, EMIN[d],
                                                ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
-        if _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                       eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol):
-            nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, False)
-        else:
-            out[k, 0] = c + fC * R
-            out[k, 1] = b + fB * P
-            out[k, 4] = dij + fDij * Sij
-            out[k, 5] = dji + fDji * Sji
+        nr = _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
+                             P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol,
+                             RK, RV, RD, nr, False)
     return nr
 
 
