@@ -1,12 +1,12 @@
 """proofs_checks: the framework (verdicts, decision rules, registry, CLI) and the first checks.
 
-``popdyn check --all --quick`` runs here through :func:`proofs_checks.cli.main` and must finish
-in under two minutes on two cores (issue 5, "What it must show").
+``popdyn check --all --quick`` runs here through :func:`proofs_checks.cli.main`.  Its time budget
+(under two minutes on two cores, issue 5) is measured by benchmarks/bench_checks.py, not here:
+a timed test fails on a loaded machine and passes on a fast one.
 """
 import io
 import json
 import math
-import time
 
 import pytest
 
@@ -21,15 +21,13 @@ EXPECTED = {"reaction_transport", "balancedness", "gauge_separation", "ownership
 def all_quick(tmp_path_factory):
     out, err = io.StringIO(), io.StringIO()
     path = tmp_path_factory.mktemp("checks") / "verdicts.json"
-    t0 = time.perf_counter()
     rc = main(["--all", "--quick", "--json", str(path)], out=out, err=err)
-    return rc, out.getvalue(), err.getvalue(), time.perf_counter() - t0, json.loads(path.read_text())
+    return rc, out.getvalue(), err.getvalue(), json.loads(path.read_text())
 
 
 def test_all_quick_runs_and_reports(all_quick):
-    rc, out, err, elapsed, doc = all_quick
+    rc, out, err, doc = all_quick
     assert rc == 0, err
-    assert elapsed < 120, f"--all --quick took {elapsed:.1f} s"
     assert "summary (quick settings" in out
     for name in EXPECTED:
         assert name in out
@@ -46,7 +44,7 @@ def test_all_quick_runs_and_reports(all_quick):
 
 def test_all_quick_verdicts(all_quick):
     """The identities and the declared regimes pass; the controls are reported as controls."""
-    _, out, _, _, doc = all_quick
+    _, out, _, doc = all_quick
     by = {d["name"]: d["verdict"] for d in doc}
     for name in EXPECTED:
         assert by[name]["verdict"] == "pass", by[name]
