@@ -337,51 +337,43 @@ def _hh1_cf_batch(w, out):
 def _hh1_taylor_batch(w, out):
     """Hh₁(w) for 0 ≤ w ≤ 8 by the Taylor series of :func:`hh1_pos` about the table node.
 
-    Consecutive series terms rotate through the rows of M, T (3 rows each) so that each loop
-    stores into one array (LLVM vectorizes loops with few run-time alias checks)."""
+    The table gathers and the exponentials are separate loops; the series itself runs per
+    element in registers, with the same operations in the same order as :func:`hh1_pos`: its
+    loop over the terms has the constant trip count ``_TAYLOR_ORDER``, so LLVM unrolls it and
+    vectorizes the loop over the elements (1.7× the speed of rotating the terms through
+    arrays, same bits)."""
     n = w.shape[0]
     K = _TAYLOR_ORDER
     w0 = np.empty(n)
-    u = np.empty(n)
-    M = np.empty((3, n))       # row (k + 1) % 3 = m_k; m_{−1} = 0
-    T = np.empty((3, n))
-    st = np.empty(n)
-    un = np.ones(n)
+    m1 = np.empty(n)
+    t1 = np.empty(n)
     f = np.empty(n)
-    for i in range(n):
-        M[0, i] = 0.0
-        T[0, i] = 0.0
     for i in range(n):
         j = int(w[i] / _MILLS_STEP + 0.5)
         w0[i] = j * _MILLS_STEP
-        M[1, i] = _MILLS_TAB[j, 0]
-        T[1, i] = _MILLS_TAB[j, 1]
-    for i in range(n):
-        u[i] = w[i] - w0[i]
-    for i in range(n):
-        st[i] = T[1, i]
+        m1[i] = _MILLS_TAB[j, 0]
+        t1[i] = _MILLS_TAB[j, 1]
     for i in range(n):
         f[i] = -0.5 * w[i] * w[i]
     exp_batch(f, f)
-    for k in range(K):
-        inv = _INV_N[k]
-        d = 1.0 if k == 0 else 0.0
-        Mp = M[k % 3]
-        Mc = M[(k + 1) % 3]
-        Mn = M[(k + 2) % 3]
-        Tp = T[k % 3]
-        Tc = T[(k + 1) % 3]
-        Tn = T[(k + 2) % 3]
-        for i in range(n):
-            Mn[i] = (w0[i] * Mc[i] + Mp[i] - d) * inv
-        for i in range(n):
-            Tn[i] = (w0[i] * Tc[i] + Tp[i] - Mc[i]) * inv
-        for i in range(n):
-            un[i] *= u[i]
-        for i in range(n):
-            st[i] += Tn[i] * un[i]
     for i in range(n):
-        out[i] = (f[i] * _INV_SQRT2PI) * st[i]
+        a = w0[i]
+        u = w[i] - a
+        m_prev = 0.0
+        t_prev = 0.0
+        m = m1[i]
+        t = t1[i]
+        st = t
+        un = 1.0
+        for k in range(K):
+            inv = _INV_N[k]
+            m_next = (a * m + m_prev - (1.0 if k == 0 else 0.0)) * inv
+            t_next = (a * t + t_prev - m) * inv
+            m_prev, m = m, m_next
+            t_prev, t = t, t_next
+            un *= u
+            st += t * un
+        out[i] = (f[i] * _INV_SQRT2PI) * st
 
 
 @jit
