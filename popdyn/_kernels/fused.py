@@ -17,7 +17,8 @@ unit f(u_k·x) with α* = 1, β* = 0, split into its PL part p relu + q id and i
     ∂L/∂W  = s a ∘ [ θ ∘ (s Ã a + c μ2 − Ãᵀ v) + s B (a ∘ W) − Bᵀ (v ∘ α*θ*) ]
 
 Student–student moments: :func:`popdyn._kernels.plmoments.pl_self_moments`; PL cross moments:
-:func:`~popdyn._kernels.plmoments.pl_pair_moments`; Hermite cross moments: the closed-form unit
+:func:`~popdyn._kernels.plmoments.pl_pair_moments` (both, and the first moments, from the
+student units' canonical forms computed once per step); Hermite cross moments: the closed-form unit
 coefficients :func:`popdyn._kernels.hermite.pl_coeffs` to the link's order N and the Mehler
 sums :func:`popdyn._kernels.mehler.mehler` — exactly the kernels, orders and tolerances of the
 general path (:mod:`popdyn._moments`, :mod:`popdyn._hermite_bridge`), so the two agree to
@@ -35,7 +36,8 @@ from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
 from .bvn import norm_pdf
 from .hermite import pl_coeffs, relu_moments01
-from .plmoments import ATOL, MAXINT, QTOL, RTOL, pl_first_moments, pl_pair_moments, pl_self_moments
+from .plmoments import (ATOL, MAXINT, QTOL, RTOL, pl_first_moments_units,
+                        pl_pair_moments_units, pl_self_moments_units, pl_units)
 
 __all__ = ["pl_loss_grad", "pl_gd"]
 
@@ -290,11 +292,12 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     B = np.empty((m, m))
     A = np.empty((m, m))
     D = np.empty((m, m))
-    pl_self_moments(pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT)
+    U = pl_units(pv, qv, al, be)        # once for the self, first and PL cross moments
+    pl_self_moments_units(U, pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT)
     mu0 = np.empty(m)
     mu1 = np.empty(m)
     mu2 = np.empty(m)
-    pl_first_moments(pv, qv, al, be, mu0, mu1, mu2)
+    pl_first_moments_units(U, mu0, mu1, mu2)
     # student–teacher
     Rt = th @ tth.T
     OMRt = np.empty((m, k))
@@ -305,8 +308,8 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     At = np.zeros((m, k))
     Dt = np.zeros((m, k))
     if tpl:
-        pl_pair_moments(pv, qv, al, be, tp, tq, tal, tbe, Rt, OMRt, OPRt, Ct, Bt, At, Dt,
-                        RTOL, ATOL, QTOL, MAXINT)
+        pl_pair_moments_units(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
+                              Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT)
     if H.shape[0] > 0:
         _hermite_cross(p, q, al, be, Rt, H, dH, L1, ttol, Ct, Bt, At, Dt)
     # loss (terms grouped as in popdyn.objective._loss_from)

@@ -98,7 +98,8 @@ from .eft import two_prod as _two_prod
 from .vmath import exp_batch
 from .vmath import sin_small as _sin_vec
 
-__all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments"]
+__all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments", "pl_units",
+           "pl_pair_moments_units", "pl_self_moments_units", "pl_first_moments_units"]
 
 _EPS = 2.220446049250313e-16
 _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -185,6 +186,15 @@ def _unit(p, q, al, be):
 
 
 @jit
+def pl_units(p, q, al, be):
+    """The canonical forms (:func:`_unit`) of the units (p[i], q[i], al[i], be[i]), as a list:
+    computed once per set and shared by :func:`pl_self_moments_units`,
+    :func:`pl_pair_moments_units` and :func:`pl_first_moments_units` (the fused GD step needs
+    all three for the same student units)."""
+    return [_unit(p[i], q[i], al[i], be[i]) for i in range(al.shape[0])]
+
+
+@jit
 def pl_first_moments(p, q, al, be, mu0, mu1, mu2):
     """First moments per unit: mu0 = E[σ], mu1 = E[σ'], mu2 = E[ασ''] = p φ(β/α) (0 if α = 0).
 
@@ -192,14 +202,19 @@ def pl_first_moments(p, q, al, be, mu0, mu1, mu2):
     Full relative accuracy also in the tails (E[relu] = α Hh₁(|h|) + ... via stable ramp
     moments, not φ(h) + hΦ(h)).
     """
-    for i in range(al.shape[0]):
-        u = _unit(p[i], q[i], al[i], be[i])
+    pl_first_moments_units(pl_units(p, q, al, be), mu0, mu1, mu2)
+
+
+@jit
+def pl_first_moments_units(U, mu0, mu1, mu2):
+    """:func:`pl_first_moments` from the units' canonical forms U (:func:`pl_units`)."""
+    for i in range(len(U)):
+        u = U[i]
         mu0[i] = u[9]
         mu1[i] = u[10]
         mu2[i] = u[11]
 
 
-# ------------------------------------------------------------------ ramp–ramp, closed forms
 @jit
 def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
     """Closed-form ramp–ramp moments for thresholds x, y ≥ −1, correlation rt (om = 1 − rt,
@@ -1269,10 +1284,18 @@ def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
     qtol, maxint : float, int
         Relative tolerance and interval cap of that quadrature.
     """
+    pl_pair_moments_units(pl_units(p1, q1, al1, be1), p1, q1, al1, be1,
+                          pl_units(p2, q2, al2, be2), p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                          rtol, atol, qtol, maxint)
+
+
+@jit
+def pl_pair_moments_units(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                          rtol, atol, qtol, maxint):
+    """:func:`pl_pair_moments` given the canonical forms U1, U2 of the two sets
+    (:func:`pl_units`)."""
     m1 = al1.shape[0]
     m2 = al2.shape[0]
-    U1 = [_unit(p1[i], q1[i], al1[i], be1[i]) for i in range(m1)]
-    U2 = [_unit(p2[j], q2[j], al2[j], be2[j]) for j in range(m2)]
     I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m1, m2, False)
     n = I.shape[0]
     out = np.empty((n, 6))
@@ -1325,8 +1348,14 @@ def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
     call) fills C_ij = C_ji, B_ij = B_ji, A_ij, A_ji, D_ij, D_ji.  The diagonal uses ρ = 1
     exactly (and A_ii = 0: σᵢ(0) = 0); only the upper triangle (i < j) of R, OMR, OPR is read.
     """
+    pl_self_moments_units(pl_units(p, q, al, be), p, q, al, be, R, OMR, OPR, C, B, A, D,
+                          rtol, atol, qtol, maxint)
+
+
+@jit
+def pl_self_moments_units(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint):
+    """:func:`pl_self_moments` given the units' canonical forms U (:func:`pl_units`)."""
     m = al.shape[0]
-    U = [_unit(p[j], q[j], al[j], be[j]) for j in range(m)]
     I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m, m, True)
     n = I.shape[0]
     out = np.empty((n, 6))
