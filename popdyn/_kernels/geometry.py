@@ -4,7 +4,21 @@ Near ρ = ±1 the closed-form moments need 1 ∓ ρ to full relative accuracy; c
 ``1 - R`` loses all digits when the directions nearly coincide.  We recompute it as
 ½|θ_i ∓ θ_j|² for pairs with |ρ| > 1/2 (exact up to rounding in the difference).
 """
+import numpy as np
+
 from ._jit import jit
+
+
+@jit
+def _complement(r, sm):
+    """(ρ, 1 − ρ, 1 + ρ) for ρ (already clipped), |ρ| > 1/2, from sm = |θ_i ∓ θ_j|² (− for ρ > 0):
+    the small complement ½·sm (clipped at 2), the other two from it."""
+    c = 0.5 * sm
+    if c > 2.0:
+        c = 2.0
+    if r > 0:
+        return 1.0 - c, c, 2.0 - c
+    return c - 1.0, 2.0 - c, c
 
 
 @jit
@@ -23,12 +37,7 @@ def _entry(T1, i, T2, j, r):
     for k in range(T1.shape[1]):
         dm = T1[i, k] + sg * T2[j, k]
         sm += dm * dm
-    c = 0.5 * sm
-    if c > 2.0:
-        c = 2.0
-    if r > 0:
-        return 1.0 - c, c, 2.0 - c
-    return c - 1.0, 2.0 - c, c
+    return _complement(r, sm)
 
 
 @jit
@@ -52,11 +61,55 @@ def pair_geometry(T1, ok1, T2, ok2, R, OMR, OPR):
 def pair_geometry_self(T, ok, R, OMR, OPR):
     """:func:`pair_geometry` of one set with itself on the upper triangle (i < j) only -- what
     :func:`popdyn._kernels.plmoments.pl_self_moments` reads; the diagonal and the lower
-    triangle are left as they are."""
-    m = T.shape[0]
+    triangle are left as they are.
+
+    Bit-identical to :func:`pair_geometry`; the sums |θ_i ∓ θ_j|² of the pairs with |ρ| > 1/2
+    are taken four pairs at a time (four independent chains, each summed over k in the same
+    order as :func:`_entry`): one sum alone is a serial chain of additions.
+    """
+    m, d = T.shape
+    J = np.empty(m, np.int64)
     for i in range(m):
+        nj = 0
         for j in range(i + 1, m):
             if not (ok[i] and ok[j]):
                 R[i, j], OMR[i, j], OPR[i, j] = 0.0, 1.0, 1.0
+                continue
+            r = R[i, j]
+            if r > 1.0:
+                r = 1.0
+            elif r < -1.0:
+                r = -1.0
+            R[i, j] = r
+            if abs(r) <= 0.5:
+                OMR[i, j], OPR[i, j] = 1.0 - r, 1.0 + r
             else:
-                R[i, j], OMR[i, j], OPR[i, j] = _entry(T, i, T, j, R[i, j])
+                J[nj] = j
+                nj += 1
+        e = 0
+        while e + 4 <= nj:
+            j0, j1, j2, j3 = J[e], J[e + 1], J[e + 2], J[e + 3]
+            g0 = -1.0 if R[i, j0] > 0 else 1.0
+            g1 = -1.0 if R[i, j1] > 0 else 1.0
+            g2 = -1.0 if R[i, j2] > 0 else 1.0
+            g3 = -1.0 if R[i, j3] > 0 else 1.0
+            s0 = s1 = s2 = s3 = 0.0
+            for k in range(d):
+                t = T[i, k]
+                d0 = t + g0 * T[j0, k]
+                d1 = t + g1 * T[j1, k]
+                d2 = t + g2 * T[j2, k]
+                d3 = t + g3 * T[j3, k]
+                s0 += d0 * d0
+                s1 += d1 * d1
+                s2 += d2 * d2
+                s3 += d3 * d3
+            R[i, j0], OMR[i, j0], OPR[i, j0] = _complement(R[i, j0], s0)
+            R[i, j1], OMR[i, j1], OPR[i, j1] = _complement(R[i, j1], s1)
+            R[i, j2], OMR[i, j2], OPR[i, j2] = _complement(R[i, j2], s2)
+            R[i, j3], OMR[i, j3], OPR[i, j3] = _complement(R[i, j3], s3)
+            e += 4
+        while e < nj:
+            j = J[e]
+            R[i, j], OMR[i, j], OPR[i, j] = _entry(T, i, T, j, R[i, j])
+            e += 1
