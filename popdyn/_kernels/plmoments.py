@@ -215,6 +215,7 @@ def pl_first_moments_units(U, mu0, mu1, mu2):
         mu2[i] = u[11]
 
 
+# ------------------------------------------------------------------ ramp–ramp, closed forms
 @jit
 def _ramps_direct(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
     """Closed-form ramp–ramp moments for thresholds x, y ≥ −1, correlation rt (om = 1 − rt,
