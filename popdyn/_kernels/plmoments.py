@@ -52,11 +52,14 @@ r̃ = ±1 with Price-bounded corrections when the thresholds are separated on th
 (:func:`_ramps_aligned`) → (|r̃| < 1 − 1e−4) the Price form with an a-posteriori rule
 check (:func:`_ramps_price_checked`; below 0.925 it serves some of the moderate
 anticorrelations near the kinks, r̃ ≈ −0.85, where R̃ is ~1/25 of its terms and the
-pre-validated rule's allowance misses the target by a few tens of percent) → the four ramp quantities as 1-D integrals of positive
+pre-validated rule's allowance misses the target by a few tens of percent) → (r̃ < 0,
+x + y > 0) the Price form integrated from r' = −1, where all four vanish: positive terms, on
+panels graded towards −1 with an a-posteriori check (:func:`_ramps_price_anti`; ~3–9 µs a pair
+where the quadrature took ~25) → the four ramp quantities as 1-D integrals of positive
 integrands, e.g. R̃ = φ(x) ∫₀^∞ u e^{−xu−u²/2} σ̃ Hh₁((y − r̃(x+u))/σ̃) du, by adaptive
 Gauss–Kronrod (7–15) with relative tolerance ``qtol`` (measured accuracy ~1e−14; ~25 µs a pair;
-left mainly for r̃ < 0 with both units in the tail, and for nearly aligned units, 1 − r̃ ≲ 5e−3,
-with close thresholds in the tail).  tests/popdyn/test_plmoments_estimates.py checks every
+left for nearly aligned units, 1 − r̃ ≲ 5e−3, with close thresholds in the tail, and for the
+few anticorrelated pairs that no form above serves).  tests/popdyn/test_plmoments_estimates.py checks every
 estimate against the actual error (40-digit mpmath).
 
 *Many pairs at once* (:func:`pl_self_moments`, :func:`pl_pair_moments` through
@@ -506,6 +509,110 @@ def _ramps_aligned(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
     return 0.5 * Pb, 0.5 * b1, 0.5 * b2, 0.5 * Rb, 0.5 * Pb, 0.5 * b1, 0.5 * b2, 0.5 * Rb, True
 
 
+# ------------------------------------------------- ramp–ramp, anticorrelated: Price from r̃ = −1
+# geometric grading of the panels towards r' = −1 (s = 0): each panel below the previous one has
+# _ANTI_Q times its length; panels stop once the exponent at their upper end is _ANTI_DROP below
+# the largest one (their contribution is then below e^{−_ANTI_DROP} of the integrals, up to
+# the polynomial weights)
+_ANTI_Q = 0.5
+_ANTI_DROP = 50.0
+_ANTI_MAXPAN = 60
+
+
+@jit
+def _price_sum_anti(U, W, x, y, rt, a0, pw):
+    """The 7 sums of :func:`_price_sum` in s = θ + π/2 ∈ [a0, a0 + pw] (t = sin θ = −cos s), with
+    1 + t = 2 sin²(s/2) and 1 − t = 2 cos²(s/2) from the half-angle sine and cosine, so that the
+    exponent keeps its relative accuracy as t → −1 (where 1 + t formed from t would lose it);
+    then Σ g|E|, Σ|gd||E|, Σ|gd||u||E|, Σ|gd||v||E| (E the exponent at the node: the rounding of
+    each exponential is ~|E|·eps of it)."""
+    xy = x * y
+    hs = 0.5 * (x * x + y * y)
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = 0.0
+    e0 = e4 = e5 = e6 = 0.0
+    for i in range(U.shape[0]):
+        h = 0.5 * (a0 + pw * U[i])
+        sn = _sin_small(h)
+        cs = _sin_small(0.5 * math.pi - h)
+        opt = 2.0 * sn * sn
+        omt = 2.0 * cs * cs
+        t = opt - 1.0 if opt < 0.5 else (sn - cs) * (sn + cs)
+        ic2 = 1.0 / (omt * opt)
+        E = (t * xy - hs) * ic2
+        g = W[i] * math.exp(E)
+        gd = g * (rt - t)
+        u = (x - t * y) * ic2
+        v = (y - t * x) * ic2
+        s0 += g
+        s1 += gd
+        s2 += gd * u
+        s3 += gd * v
+        agd = abs(gd)
+        aE = abs(E)
+        s4 += agd
+        s5 += agd * abs(u)
+        s6 += agd * abs(v)
+        e0 += g * aE
+        e4 += agd * aE
+        e5 += agd * abs(u) * aE
+        e6 += agd * abs(v) * aE
+    return s0, s1, s2, s3, s4, s5, s6, e0, e4, e5, e6
+
+
+@jit
+def _ramps_price_anti(x, y, rt, om, op):
+    """(P̃, S̃ij, S̃ji, R̃) and error estimates for r̃ < 0 and x + y > 0 from Price's theorem
+    integrated from r' = −1, where all four vanish (both ramps are positive only on
+    x < Z̃₁ < −y, an empty interval):
+
+        P̃ = ∫₋₁^r̃ φ₂ dt,   R̃ = ∫₋₁^r̃ (r̃ − t) φ₂ dt,   S̃ij = ∫₋₁^r̃ (r̃ − t)(x − t y)/(1 − t²) φ₂ dt
+
+    (φ₂ = φ₂(x, y; t); S̃ji with x ↔ y).  The integrands of P̃ and R̃ are positive (of S̃ij too
+    unless x < 0): no cancellation, unlike the Price form from r' = 0 and the closed forms,
+    whose estimates miss the target for moderately anticorrelated units near their kinks
+    (x, y ≈ 0–1, r̃ ≈ −0.6 to −0.93, values 1e−7 to 1e−2 of the terms; the cases that otherwise
+    reach the adaptive quadrature, ~25 µs a pair, ~3–9 µs here).  In s = θ + π/2 ∈ [0, acos(−r̃)]
+    (:func:`_price_sum_anti`) the integrand is flat to all orders at s = 0 but can be steep near
+    it when x + y is small, so 20-point Gauss–Legendre runs on panels graded geometrically
+    towards s = 0 (:data:`_ANTI_Q`), each also on its two halves: the halves give the value,
+    the difference to the whole panel is added to the estimates (a-posteriori rule error, as in
+    :func:`_ramps_price_checked`), with the rounding allowance of the exponentials.
+    Checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py.
+    """
+    S = math.acos(-rt)
+    hsq = 0.5 * (x * x + y * y)
+    emax = (rt * x * y - hsq) / (om * op)
+    c = np.zeros(4)        # whole panels
+    a = np.zeros(11)       # halves: the 7 sums and the 4 exponent-weighted ones
+    hi = S
+    for k in range(_ANTI_MAXPAN):
+        lo = hi * _ANTI_Q if k < _ANTI_MAXPAN - 1 else 0.0
+        if k > 0:
+            sh = math.sin(0.5 * hi)
+            ch = math.cos(0.5 * hi)
+            if ((2.0 * sh * sh - 1.0) * x * y - hsq) / (4.0 * sh * sh * ch * ch) < emax - _ANTI_DROP:
+                break
+        w = hi - lo
+        b = _price_sum_anti(_GL20_U, _GL20_W, x, y, rt, lo, w)
+        for i in range(4):
+            c[i] += b[i] * w
+        w2 = 0.5 * w
+        for j in range(2):
+            b = _price_sum_anti(_GL20_U, _GL20_W, x, y, rt, lo + j * w2, w2)
+            for i in range(11):
+                a[i] += b[i] * w2
+        hi = lo
+    # rounding: 8 eps + 8|E| eps of each term (the exponent E carries the rounding of the node,
+    # of the half-angle sine and cosine and of its own formula, amplified by |E| in exp(E); the
+    # weights and the sums a few eps), the rule: the difference between halves and whole panels
+    f = _EPS / _TWOPI
+    return (a[0] / _TWOPI, a[2] / _TWOPI, a[3] / _TWOPI, a[1] / _TWOPI,
+            f * (8.0 * a[0] + 8.0 * a[7]) + abs(a[0] - c[0]) / _TWOPI,
+            f * (8.0 * a[5] + 8.0 * a[9]) + abs(a[2] - c[2]) / _TWOPI,
+            f * (8.0 * a[6] + 8.0 * a[10]) + abs(a[3] - c[3]) / _TWOPI,
+            f * (8.0 * a[4] + 8.0 * a[8]) + abs(a[1] - c[1]) / _TWOPI)
+
+
 # ------------------------------------------------------------- ramp–ramp, quadrature path
 @jit
 def _ramps_integrand(u, x, y, rt, om, sig, f):
@@ -819,6 +926,13 @@ def _ramps_rest_after_direct(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, r
             (P2, Sij2, Sji2, R2,
              eP, eSij, eSji, eR) = _ramps_price_checked(xi, xj, rt, phi_, phj,
                                                         H0i, H1i, H0j, H1j)
+            if not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
+                               eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
+                P, Sij, Sji, R = P2, Sij2, Sji2, R2
+                need = False
+        if need and rt < 0.0 and xi + xj > 0.0:
+            (P2, Sij2, Sji2, R2,
+             eP, eSij, eSji, eR) = _ramps_price_anti(xi, xj, rt, om, op)
             if not _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P2, Sij2, Sji2, R2,
                                eP, eSij, eSji, eR, r0i, r0j, r1i, r1j, rtol, atol):
                 P, Sij, Sji, R = P2, Sij2, Sji2, R2
