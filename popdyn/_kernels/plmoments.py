@@ -1094,6 +1094,19 @@ def _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
 
 
 @jit
+def _pair_at(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k):
+    """Pair k of the list of :func:`_moments_list`: the canonical forms (ui, uj) of its units,
+    its ramp frame (:func:`_ramp_frame`: r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji) and its linear
+    parts so far (out[k]: C, B, Dij, Dji), for the deferred evaluations to continue from."""
+    i = I[k]
+    j = J[k]
+    ui = U1[i]
+    uj = U2[j]
+    return (ui, uj, _ramp_frame(ui, uj, al1[i], al2[j], RHO[k], OM[k], OP[k], DG[k]),
+            (out[k, 0], out[k, 1], out[k, 4], out[k, 5]))
+
+
+@jit
 def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
                    RK, RV, RD, nr):
     """Complete the pairs HK of :func:`_moments_list` whose next evaluator is the closed form
@@ -1106,11 +1119,8 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
     kk = np.empty(nh)
     a2 = np.empty(nh)
     for e in range(nh):
-        k = HK[e]
-        ui = U1[I[k]]
-        uj = U2[J[k]]
-        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[I[k]], al2[J[k]],
-                                                     RHO[k], OM[k], OP[k], DG[k])
+        ui, uj, (rt, om, op, _, _, _, _), _ = _pair_at(U1, al1, U2, al2, I, J, RHO, OM, OP, DG,
+                                                        out, HK[e])
         h[e] = -ui[3]
         kk[e] = -uj[3] if rt > 0.0 else uj[3]
         a2[e] = om * op
@@ -1119,11 +1129,8 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
     _bvn_hi_rem_batch(h, kk, a2, num, nmag)
     for e in range(nh):
         k = HK[e]
-        ui = U1[I[k]]
-        uj = U2[J[k]]
-        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[I[k]], al2[J[k]],
-                                                     RHO[k], OM[k], OP[k], DG[k])
-        c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
+        ui, uj, (rt, om, op, fC, fB, fDij, fDji), (c, b, dij, dji) = _pair_at(
+            U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k)
         cf, mag = _bvn_hi_closed(h[e], kk[e], a2[e])
         K, mag = _bvn_hi_combine(h[e], kk[e], a2[e], cf, mag, num[e], nmag[e])
         P, eP = _bvn_err_hi(h[e], -uj[3], rt, om, op, K, mag, False)
@@ -1252,13 +1259,8 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     # the rest of the evaluator chain, one call site (it is large: compile time)
     for e in range(nr):
         k = RK[e]
-        i = I[k]
-        j = J[k]
-        ui = U1[i]
-        uj = U2[j]
-        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
-                                                     RHO[k], OM[k], OP[k], DG[k])
-        c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
+        ui, uj, (rt, om, op, fC, fB, fDij, fDji), (c, b, dij, dji) = _pair_at(
+            U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k)
         P, Sij, Sji, R, eP, eSij, eSji, eR = (RV[e, 0], RV[e, 1], RV[e, 2], RV[e, 3],
                                               RV[e, 4], RV[e, 5], RV[e, 6], RV[e, 7])
         if not RD[e]:
@@ -1333,13 +1335,8 @@ def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EM
                 it += 1
     for d in range(nd):
         k = DK[d]
-        i = I[k]
-        j = J[k]
-        ui = U1[i]
-        uj = U2[j]
-        rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
-                                                     RHO[k], OM[k], OP[k], DG[k])
-        c, b, dij, dji = out[k, 0], out[k, 1], out[k, 4], out[k, 5]
+        ui, uj, (rt, om, op, fC, fB, fDij, fDji), (c, b, dij, dji) = _pair_at(
+            U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k)
         (P, Sij, Sji, R,
          eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
                                                S7[d, 5], S7[d, 6], SC[d], rt, EMIN[d],
