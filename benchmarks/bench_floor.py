@@ -47,12 +47,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import bench_sweep as B
 
-    import popdyn
     from popdyn import config as C
     from popdyn import dynamics
     from popdyn._kernels import plmoments as pl
     from popdyn._moments import geometry, student_units
-    from popdyn.experiments import runner
 
     assert (pl.RTOL, pl.ATOL) == TOLS[0], "update TOLS[0] to the kernels' tolerances"
     print(f"bench_floor: d = 64, m = 32, relu student with biases, seeds 0–{args.seeds - 1}, "
@@ -65,15 +63,8 @@ def main(argv=None) -> int:
         for spec in C.expand(B.config(args.seeds, 10, 100)):
             if spec["teacher"]["label"] != lab:
                 continue
-            student, teacher, p0, train, _, _ = runner.build(spec)
-            kw = runner._defaults(train)
+            student, teacher, states = B.trajectory_states(spec, args.updates, args.every)
             fz = dynamics._Fused.make(student, teacher)
-            sched = popdyn.Schedule(every=10 ** 9, early=())
-            p, states = p0, [p0]
-            for _ in range(args.updates // args.every):
-                p = popdyn.train(student, p, teacher, **{**kw, "max_updates": args.every},
-                                 schedule=sched).final
-                states.append(p)
             for st in states:
                 su = student_units(student, st)
                 R, OMR, OPR = geometry(su, su)

@@ -35,25 +35,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import bench_sweep as B
 
-    import popdyn
     from popdyn import config as C
     from popdyn._kernels import plmoments as pl
     from popdyn._moments import geometry, student_units
-    from popdyn.experiments import runner
 
     print(f"bench_pairs: d = 64, m = 32, relu student with biases, states every {args.every} of "
           f"{args.updates} GD updates; machine: {os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.2f}")
     tot = [0.0, 0.0]
     for spec in C.expand(B.config(1, 10, 100)):
-        student, teacher, p0, train, _, _ = runner.build(spec)
-        kw = runner._defaults(train)
-        sched = popdyn.Schedule(every=10 ** 9, early=())
-        p, states = p0, [p0]
-        for _ in range(args.updates // args.every):
-            p = popdyn.train(student, p, teacher, **{**kw, "max_updates": args.every},
-                             schedule=sched).final
-            states.append(p)
+        student, _, states = B.trajectory_states(spec, args.updates, args.every)
         t = [0.0, 0.0]
         for st in states:
             su = student_units(student, st)

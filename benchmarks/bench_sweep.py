@@ -51,6 +51,24 @@ def config(seeds: int, updates: int, every: int) -> dict:
     })
 
 
+def trajectory_states(spec: dict, updates: int, every: int):
+    """Run ``spec``'s GD trajectory for ``updates`` updates (no diagnostics) and return
+    (student, teacher, states): the initial state and the state after every ``every`` updates
+    (the states the other benchmarks time the kernels on)."""
+    import popdyn
+    from popdyn.experiments import runner
+
+    student, teacher, p0, train, _, _ = runner.build(spec)
+    kw = runner._defaults(train)
+    sched = popdyn.Schedule(every=10 ** 9, early=())
+    p, states = p0, [p0]
+    for _ in range(updates // every):
+        p = popdyn.train(student, p, teacher, **{**kw, "max_updates": every},
+                         schedule=sched).final
+        states.append(p)
+    return student, teacher, states
+
+
 @contextlib.contextmanager
 def kernel_timer():
     """Accumulate the time spent in the fused GD kernel (``popdyn._kernels.fused.pl_gd``, looked
