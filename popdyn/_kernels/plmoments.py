@@ -520,43 +520,64 @@ _ANTI_MAXPAN = 60
 
 
 @jit
-def _price_sum_anti(U, W, x, y, rt, a0, pw):
-    """The 7 sums of :func:`_price_sum` in s = θ + π/2 ∈ [a0, a0 + pw] (t = sin θ = −cos s), with
-    1 + t = 2 sin²(s/2) and 1 − t = 2 cos²(s/2) from the half-angle sine and cosine, so that the
-    exponent keeps its relative accuracy as t → −1 (where 1 + t formed from t would lose it);
-    then Σ g|E|, Σ|gd||E|, Σ|gd||u||E|, Σ|gd||v||E| (E the exponent at the node: the rounding of
-    each exponential is ~|E|·eps of it)."""
+def _price_sum_anti(U, W, x, y, op, a0, pw):
+    """The node sums of the Price form from r' = −1 (:func:`_ramps_price_anti`) in
+    s = θ + π/2 ∈ [a0, a0 + pw] (t = sin θ = −cos s): Σ W_i g_i·(1, r̃ − t_i, u_i, v_i) with
+    g = exp(E), u = (r̃ − t)(x − t y)/(1 − t²), v = (r̃ − t)(y − t x)/(1 − t²), and for each of
+    the four sums its rounding allowance in units of eps (8 values).
+
+    Every quantity is formed from p = 1 + t = 2 sin²(s/2) and 1 − t = 2 cos²(s/2) (half-angle
+    sine and cosine) and from x + y, so that nothing cancels as t → −1:
+
+        E = (p·xy − (x + y)²/2)/((1 − t)(1 + t)),   r̃ − t = (1 + r̃) − p,
+        x − t y = (x + y) − p·y,                    y − t x = (x + y) − p·x
+
+    (``op`` = 1 + r̃, exact).  Formed from t instead, t·xy − (x² + y²)/2 cancels when
+    x ≈ −y (x < 0 < y), and E then carries an absolute error ~eps·x²/(1 − t²): up to 1e−13
+    relative error in the moments, 17× the allowance of the former per-node rule (found by a
+    randomized check against 40-digit mpmath; tests/popdyn/test_plmoments_estimates.py).
+    Here the two terms of E have the same sign for xy ≤ 0 and cancel at most 3-fold for xy > 0
+    (p·xy ≤ (x + y)²/4 as p ≤ 1 + r̃ < 1).  The allowances follow the operations: g within
+    4 + 4·M_E + 8|E| eps (M_E = (p|xy| + (x + y)²/2)/((1 − t)(1 + t)) ≥ |E| the magnitude
+    of E's terms; the half-angle sine and cosine within a few ulp), r̃ − t within
+    3p + 0.5|r̃ − t|, x − t y within 3(x + y + p|y|) + 7|x − t y| (relative to 1 − t² alike),
+    and 4 eps for each product and sum.
+    """
     xy = x * y
-    hs = 0.5 * (x * x + y * y)
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = 0.0
-    e0 = e4 = e5 = e6 = 0.0
+    sxy = x + y
+    hq = 0.5 * sxy * sxy
+    axy = abs(xy)
+    ax = abs(x)
+    ay = abs(y)
+    s0 = s1 = s2 = s3 = 0.0
+    e0 = e1 = e2 = e3 = 0.0
     for i in range(U.shape[0]):
         h = 0.5 * (a0 + pw * U[i])
         sn = _sin_small(h)
         cs = _sin_small(0.5 * math.pi - h)
         opt = 2.0 * sn * sn
         omt = 2.0 * cs * cs
-        t = opt - 1.0 if opt < 0.5 else (sn - cs) * (sn + cs)
         ic2 = 1.0 / (omt * opt)
-        E = (t * xy - hs) * ic2
+        E = (opt * xy - hq) * ic2
         g = W[i] * math.exp(E)
-        gd = g * (rt - t)
-        u = (x - t * y) * ic2
-        v = (y - t * x) * ic2
+        wd = op - opt
+        gd = g * wd
+        u = (sxy - opt * y) * ic2
+        v = (sxy - opt * x) * ic2
         s0 += g
         s1 += gd
         s2 += gd * u
         s3 += gd * v
-        agd = abs(gd)
-        aE = abs(E)
-        s4 += agd
-        s5 += agd * abs(u)
-        s6 += agd * abs(v)
-        e0 += g * aE
-        e4 += agd * aE
-        e5 += agd * abs(u) * aE
-        e6 += agd * abs(v) * aE
-    return s0, s1, s2, s3, s4, s5, s6, e0, e4, e5, e6
+        dg = 4.0 + 4.0 * (opt * axy + hq) * ic2 + 8.0 * abs(E)
+        awd = abs(wd)
+        dgd = (dg + 5.0) * awd + 3.0 * opt          # of g·(r̃ − t), relative to g
+        au = abs(u)
+        av = abs(v)
+        e0 += g * dg
+        e1 += g * dgd
+        e2 += g * ((dgd + 11.0 * awd) * au + 3.0 * awd * (sxy + opt * ay) * ic2)
+        e3 += g * ((dgd + 11.0 * awd) * av + 3.0 * awd * (sxy + opt * ax) * ic2)
+    return s0, s1, s2, s3, e0, e1, e2, e3
 
 
 @jit
@@ -572,45 +593,45 @@ def _ramps_price_anti(x, y, rt, om, op):
     whose estimates miss the target for moderately anticorrelated units near their kinks
     (x, y ≈ 0–1, r̃ ≈ −0.6 to −0.93, values 1e−7 to 1e−2 of the terms; the cases that otherwise
     reach the adaptive quadrature, ~25 µs a pair, ~3–9 µs here).  In s = θ + π/2 ∈ [0, acos(−r̃)]
-    (:func:`_price_sum_anti`) the integrand is flat to all orders at s = 0 but can be steep near
-    it when x + y is small, so 20-point Gauss–Legendre runs on panels graded geometrically
-    towards s = 0 (:data:`_ANTI_Q`), each also on its two halves: the halves give the value,
-    the difference to the whole panel is added to the estimates (a-posteriori rule error, as in
-    :func:`_ramps_price_checked`), with the rounding allowance of the exponentials.
-    Checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py.
+    (:func:`_price_sum_anti`, every node quantity formed without cancellation) the integrand is
+    flat to all orders at s = 0 but can be steep near it when x + y is small, so 20-point
+    Gauss–Legendre runs on panels graded geometrically towards s = 0 (:data:`_ANTI_Q`), each
+    also on its two halves: the halves give the value, the difference to the whole panel is
+    added to the estimates (a-posteriori rule error, as in :func:`_ramps_price_checked`), with
+    the rounding allowances of the node sums.  Checked against 40-digit mpmath in
+    tests/popdyn/test_plmoments_estimates.py.
     """
     S = math.acos(-rt)
-    hsq = 0.5 * (x * x + y * y)
-    emax = (rt * x * y - hsq) / (om * op)
+    xy = x * y
+    hq = 0.5 * (x + y) * (x + y)
+    emax = (op * xy - hq) / (om * op)      # the exponent at s = S (t = r̃), as in the node sums
     c = np.zeros(4)        # whole panels
-    a = np.zeros(11)       # halves: the 7 sums and the 4 exponent-weighted ones
+    a = np.zeros(8)        # halves: the 4 sums and their allowances
     hi = S
     for k in range(_ANTI_MAXPAN):
         lo = hi * _ANTI_Q if k < _ANTI_MAXPAN - 1 else 0.0
         if k > 0:
             sh = math.sin(0.5 * hi)
             ch = math.cos(0.5 * hi)
-            if ((2.0 * sh * sh - 1.0) * x * y - hsq) / (4.0 * sh * sh * ch * ch) < emax - _ANTI_DROP:
+            pt = 2.0 * sh * sh
+            if (pt * xy - hq) / (pt * 2.0 * ch * ch) < emax - _ANTI_DROP:
                 break
         w = hi - lo
-        b = _price_sum_anti(_GL20_U, _GL20_W, x, y, rt, lo, w)
+        b = _price_sum_anti(_GL20_U, _GL20_W, x, y, op, lo, w)
         for i in range(4):
             c[i] += b[i] * w
         w2 = 0.5 * w
         for j in range(2):
-            b = _price_sum_anti(_GL20_U, _GL20_W, x, y, rt, lo + j * w2, w2)
-            for i in range(11):
+            b = _price_sum_anti(_GL20_U, _GL20_W, x, y, op, lo + j * w2, w2)
+            for i in range(8):
                 a[i] += b[i] * w2
         hi = lo
-    # rounding: 8 eps + 8|E| eps of each term (the exponent E carries the rounding of the node,
-    # of the half-angle sine and cosine and of its own formula, amplified by |E| in exp(E); the
-    # weights and the sums a few eps), the rule: the difference between halves and whole panels
     f = _EPS / _TWOPI
     return (a[0] / _TWOPI, a[2] / _TWOPI, a[3] / _TWOPI, a[1] / _TWOPI,
-            f * (8.0 * a[0] + 8.0 * a[7]) + abs(a[0] - c[0]) / _TWOPI,
-            f * (8.0 * a[5] + 8.0 * a[9]) + abs(a[2] - c[2]) / _TWOPI,
-            f * (8.0 * a[6] + 8.0 * a[10]) + abs(a[3] - c[3]) / _TWOPI,
-            f * (8.0 * a[4] + 8.0 * a[8]) + abs(a[1] - c[1]) / _TWOPI)
+            f * a[4] + abs(a[0] - c[0]) / _TWOPI,
+            f * a[6] + abs(a[2] - c[2]) / _TWOPI,
+            f * a[7] + abs(a[3] - c[3]) / _TWOPI,
+            f * a[5] + abs(a[1] - c[1]) / _TWOPI)
 
 
 # ------------------------------------------------------------- ramp–ramp, quadrature path

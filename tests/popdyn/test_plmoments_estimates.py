@@ -32,6 +32,9 @@ import json
 
 import mpmath as mp
 import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from popdyn._paths import DATA
 from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _ramps_aligned, _ramps_bound,
@@ -213,3 +216,84 @@ def test_price_form_from_minus_one_at_anticorrelation():
         assert not msgs, "\n".join(msgs)
         for k in range(4):
             assert v[4 + k] <= RTOL * abs(v[k]), (x, y, r, NAMES[k], v[k], v[4 + k])
+
+
+# nearly opposite thresholds (x < 0 < y, x + y ≪ |x|) at moderate to strong anticorrelation:
+# formed from t, the exponent t·xy − (x² + y²)/2 of the Price form from −1 cancels there, and
+# the former per-node allowance missed the actual error (up to 1e−13 relative) by up to 17×
+# (found by a randomized check against 40-digit mpmath)
+_ANTI_OPPOSITE = [(-0.754163165052359, 0.75869605715349, -0.9820767650380731),
+                  (-0.7600743637039793, 0.7648153172914017, -0.993579232133925),
+                  (-0.9570029064093427, 1.0581866145357912, -0.6714740945026278),
+                  (-0.39557315616441724, 0.4211851611988047, -0.23819802049547434),
+                  (-0.9850904407516169, 1.0198055238364891, -0.5631400616839528),
+                  (-0.22985008075400382, 0.4955448982701982, -0.9982314771041274),
+                  (-0.5901456740992841, 0.6178913488158533, -0.922964964993298)]
+
+
+def test_price_form_from_minus_one_opposite_thresholds():
+    """_ramps_price_anti at x ≈ −y: every node quantity is formed without cancellation
+    (p = 1 + t, x + y), and the estimates bound the actual error (40-digit mpmath)."""
+    ref_fn = _ramps_ref_live()
+    for x, y, r in _ANTI_OPPOSITE:
+        r = round(r * 2 ** 30) / 2 ** 30
+        om, op = 1.0 - r, 1.0 + r
+        ref = ref_fn(x, y, om, op, -1)
+        v = _ramps_price_anti(x, y, r, om, op)
+        msgs = _check("price_anti", v, ref, x, y, r, None, [])
+        assert not msgs, "\n".join(msgs)
+
+
+# strong anticorrelation with both thresholds in the tail (P̃ ~ 1e−38 and 1e−234): Φ₂ by
+# Gauss–Laguerre (popdyn._kernels.bvn._K_laguerre), whose allowance for the rounding of the
+# prefactor's exponent (h + k)²/(2(1 − r²)) was 1.3–1.4× short (randomized check, 40-digit mpmath)
+_DIRECT_FAR_ANTI = [(2.016179618137027, 2.375072492456527, -0.9377172067761421),
+                    (2.3912339187554315, 2.253566692338738, -0.9897812269628048)]
+
+
+def test_closed_forms_far_tail_anticorrelation():
+    """_ramps_direct at r̃ ≤ −0.925 in the far tail: the estimates bound the actual error."""
+    ref_fn = _ramps_ref_live()
+    for x, y, r in _DIRECT_FAR_ANTI:
+        r = round(r * 2 ** 30) / 2 ** 30
+        om, op = 1.0 - r, 1.0 + r
+        ref = ref_fn(x, y, om, op, -1)
+        phx, H0x, H1x, H2x = _unit_inputs(x)
+        phy, H0y, H1y, H2y = _unit_inputs(y)
+        v = _ramps_direct(x, y, r, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y)
+        msgs = _check("direct", v, ref, x, y, r, None, [])
+        assert not msgs, "\n".join(msgs)
+
+
+@pytest.fixture(scope="module")
+def ramps_ref():
+    """The live 40-digit reference with its quadrature module (tests/popdyn/test_plmoments.py,
+    which defines @given tests of its own) loaded once here, outside hypothesis's test context:
+    ``ramps_ref`` would load it on every call."""
+    import importlib.util
+
+    path = DATA / "_precompute" / "plmoments_refs.py"
+    spec = importlib.util.spec_from_file_location("_plmoments_refs_once", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    quad = mod._load("test_plmoments")
+    mod._load = lambda name: quad
+    return mod.ramps_ref
+
+
+@settings(max_examples=25)
+@given(x=st.floats(-1.0, 3.0), ld=st.floats(-3.0, 0.5),
+       k=st.integers(int(1e-4 * 2 ** 30), int(0.99 * 2 ** 30)))
+def test_price_form_from_minus_one_random(ramps_ref, x, ld, k):
+    """_ramps_price_anti anywhere in its domain (r̃ < 0, x + y = d > 0 with d = 10^ld
+    log-uniform, so that nearly opposite thresholds come up often; thresholds ≥ −1;
+    1 + r̃ = k/2³⁰ down to 1e−4): the estimates bound the actual error (40-digit mpmath)."""
+    d = 10.0 ** ld
+    y = d - x
+    assume(y >= -1.0 and x + y > 0.0)
+    op = k / 2 ** 30
+    r, om = op - 1.0, 2.0 - op
+    ref = ramps_ref(x, y, om, op, -1)
+    v = _ramps_price_anti(x, y, r, om, op)
+    msgs = _check("price_anti", v, ref, x, y, r, None, [])
+    assert not msgs, "\n".join(msgs)
