@@ -158,13 +158,18 @@ def test_price_equals_closed_form_in_the_bulk():
 
 
 def _ramps_ref_live():
-    """``ramps_ref`` of data/_precompute/plmoments_refs.py (pure mpmath, 40 digits)."""
+    """``ramps_ref`` of data/_precompute/plmoments_refs.py (pure mpmath, 40 digits), with the
+    quadrature module it uses (tests/popdyn/test_plmoments.py) loaded once, here: ``ramps_ref``
+    would load it on every call, and inside a hypothesis test that module's own @given tests
+    count as nested ones."""
     import importlib.util
 
     path = DATA / "_precompute" / "plmoments_refs.py"
     spec = importlib.util.spec_from_file_location("_plmoments_refs", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    quad = mod._load("test_plmoments")
+    mod._load = lambda name: quad
     return mod.ramps_ref
 
 
@@ -267,18 +272,9 @@ def test_closed_forms_far_tail_anticorrelation():
 
 @pytest.fixture(scope="module")
 def ramps_ref():
-    """The live 40-digit reference with its quadrature module (tests/popdyn/test_plmoments.py,
-    which defines @given tests of its own) loaded once here, outside hypothesis's test context:
-    ``ramps_ref`` would load it on every call."""
-    import importlib.util
-
-    path = DATA / "_precompute" / "plmoments_refs.py"
-    spec = importlib.util.spec_from_file_location("_plmoments_refs_once", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    quad = mod._load("test_plmoments")
-    mod._load = lambda name: quad
-    return mod.ramps_ref
+    """The live 40-digit reference (:func:`_ramps_ref_live`), loaded outside hypothesis's
+    test context."""
+    return _ramps_ref_live()
 
 
 @settings(max_examples=25)
