@@ -49,7 +49,7 @@ the next evaluator is tried: bound (:func:`_ramps_bound`: a ramp–ramp term bel
 tolerance, one unit far in its tail, is the midpoint of [0, Cauchy–Schwarz bound]) → Price form
 → closed forms → (|r̃| > 0.925) the 1-D forms at
 r̃ = ±1 with Price-bounded corrections when the thresholds are separated on the scale σ̃
-(:func:`_ramps_aligned`) → (|r̃| < 1 − 1e−4) the Price form with an a-posteriori rule
+(:func:`_ramps_aligned`) → (|r̃| < 1 − 1e−3) the Price form with an a-posteriori rule
 check (:func:`_ramps_price_checked`; below 0.925 it serves some of the moderate
 anticorrelations near the kinks, r̃ ≈ −0.85, where R̃ is ~1/25 of its terms and the
 pre-validated rule's allowance misses the target by a few tens of percent) → (r̃ < 0,
@@ -288,8 +288,12 @@ def _ramps_direct_with(x, y, rt, om, op, phx, phy, P, eP):
 # ---------------------------------------------------- ramp–ramp, Price (correlation) integral
 # |r̃| below this: the Price form (integral over the correlation from r̃ = 0) is available
 _PRICE_RMAX = 0.925
-# 1 − |r̃| above this: the checked Price form is tried before the quadrature
-_PRICE_OMMIN = 1e-4
+# 1 − |r̃| above this: the checked Price form is tried before the quadrature.  Closer to ±1
+# its ⌈V/8⌉ panels do not resolve the integrand's layer at t → r̃: errors 1e−12 to 1e−8
+# relative, never within the target, and the a-posteriori difference between n and 2n panels
+# can understate them (3× at 1 − r̃ = 1.5e−4, x, y ≈ 0.55; randomized check against 40-digit
+# mpmath) -- 1e−4 until 0.3.2
+_PRICE_OMMIN = 1e-3
 
 
 @jit
@@ -916,7 +920,7 @@ def _ramps_rest(need, P, Sij, Sji, R, eP, eSij, eSji, eR, ui, uj, rt, om, op,
                 fC, fB, fDij, fDji, C, B, Dij, Dji, rtol, atol, qtol, maxint):
     """The evaluators after the bound and the Price form, while ``need`` (the estimated error
     of the current values exceeds the target): the closed forms, the separated forms at
-    |r̃| → 1, the checked Price form (|r̃| < 1 − 1e−4), the quadrature as the safety net.
+    |r̃| → 1, the checked Price form (|r̃| < 1 − 1e−3), the quadrature as the safety net.
     Returns (P̃, S̃ij, S̃ji, R̃)."""
     if need:
         (P, Sij, Sji, R,

@@ -3,7 +3,7 @@
 ``_pair_moments`` chooses between the Price form (:func:`_ramps_price`, |r̃| < 0.925), the
 closed forms (:func:`_ramps_direct`), the separated-threshold forms at |r̃| → 1
 (:func:`_ramps_aligned`), the Price form with an a-posteriori rule check at
-|r̃| < 1 − 1e−4 (:func:`_ramps_price_checked`), the negligible-term bound
+|r̃| < 1 − 1e−3 (:func:`_ramps_price_checked`), the negligible-term bound
 (:func:`_ramps_bound`, tried first) and the adaptive quadrature by comparing
 each evaluator's own error estimate with ``rtol``·|moment| + ``atol``·scale.  The choice is only
 sound if every estimate is at least the actual float error.  Here the four estimates are
