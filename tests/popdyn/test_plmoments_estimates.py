@@ -249,20 +249,25 @@ def test_price_form_from_minus_one_opposite_thresholds():
         assert not msgs, "\n".join(msgs)
 
 
-# strong anticorrelation with both thresholds in the tail (P̃ ~ 1e−38 and 1e−234): Φ₂ by
-# Gauss–Laguerre (popdyn._kernels.bvn._K_laguerre), whose allowance for the rounding of the
-# prefactor's exponent (h + k)²/(2(1 − r²)) was 1.3–1.4× short (randomized check, 40-digit mpmath)
-_DIRECT_FAR_ANTI = [(2.016179618137027, 2.375072492456527, -0.9377172067761421),
-                    (2.3912339187554315, 2.253566692338738, -0.9897812269628048)]
+# both thresholds in the tail, where the closed forms' Φ₂ allowance was short (randomized check,
+# 40-digit mpmath): strong anticorrelation (P̃ ~ 1e−38 and 1e−234; Gauss–Laguerre,
+# popdyn._kernels.bvn._K_laguerre, the rounding of its prefactor's exponent (h + k)²/(2(1 − r²)),
+# 1.3–1.4× short) and r̃ ≈ 0.8–0.9 (Genz's θ-integral, bvn._bvn_lo: its exponent's two terms
+# cancel, 1.6× short)
+_DIRECT_FAR = [(2.016179618137027, 2.375072492456527, -0.9377172067761421),
+               (2.3912339187554315, 2.253566692338738, -0.9897812269628048),
+               (8.361853575238692, 8.338442225269402, 0.8150771744549274),
+               (6.31452403462177, 6.319898763640947, 0.8422133401036263),
+               (7.677435514409195, 5.813262766910405, 0.8792619314044714)]
 
 
-def test_closed_forms_far_tail_anticorrelation():
-    """_ramps_direct at r̃ ≤ −0.925 in the far tail: the estimates bound the actual error."""
+def test_closed_forms_far_tail():
+    """_ramps_direct with both thresholds in the tail: the estimates bound the actual error."""
     ref_fn = _ramps_ref_live()
-    for x, y, r in _DIRECT_FAR_ANTI:
+    for x, y, r in _DIRECT_FAR:
         r = round(r * 2 ** 30) / 2 ** 30
         om, op = 1.0 - r, 1.0 + r
-        ref = ref_fn(x, y, om, op, -1)
+        ref = ref_fn(x, y, om, op, 1 if r > 0 else -1)
         phx, H0x, H1x, H2x = _unit_inputs(x)
         phy, H0y, H1y, H2y = _unit_inputs(y)
         v = _ramps_direct(x, y, r, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y)
