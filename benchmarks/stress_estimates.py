@@ -10,7 +10,8 @@ evaluator that applies (bound, closed forms, Price form, separated forms, checke
 Price form from −1) and compares each estimate with the actual error against the 40-digit
 mpmath reference of data/_precompute/plmoments_refs.py.  Printed: every case where the error
 exceeds the estimate (with the relative error, to judge whether the kernels' target was at
-risk), the largest error/estimate ratio, and the counts.
+risk), the largest error/estimate ratio (the bound's excepted: it is 1 whenever the value
+is ~0), and the counts.
 
 Found this way (0.3.2): the Price form from −1 at x ≈ −y (17× short), the Gauss–Laguerre Φ₂
 at strong anticorrelation in the tail (1.4×), Genz's θ-integral in the joint tail (1.6×), the
@@ -24,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 
@@ -35,15 +35,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _reference():
-    """``ramps_ref`` of data/_precompute/plmoments_refs.py with its quadrature module loaded
-    once (it would load it on every call)."""
-    path = os.path.join(ROOT, "data", "_precompute", "plmoments_refs.py")
-    spec = importlib.util.spec_from_file_location("_plmoments_refs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    quad = mod._load("test_plmoments")
-    mod._load = lambda name: quad
-    return mod.ramps_ref
+    """``ramps_ref`` of data/_precompute/plmoments_refs.py (pure mpmath, 40 digits)."""
+    sys.path.insert(0, os.path.join(ROOT, "data", "_precompute"))
+    import plmoments_refs
+
+    return plmoments_refs.ramps_ref
 
 
 def _case(rng):
@@ -106,7 +102,8 @@ def main(argv=None) -> int:
                 err = abs(mp.mpf(v[k]) - ref[k])
                 est = v[4 + k]
                 n_est += 1
-                if est > 1e-290 and float(err / est) > worst[0]:
+                # the bound's ratio is 1 whenever the true value is ~0: not informative
+                if name != "bound" and est > 1e-290 and float(err / est) > worst[0]:
                     worst = (float(err / est), f"{name} {names[k]} x={x!r} y={y!r} r={rt!r}")
                 if not err <= est + 1e-300:
                     n_bad += 1

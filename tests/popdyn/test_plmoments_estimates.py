@@ -159,18 +159,29 @@ def test_price_equals_closed_form_in_the_bulk():
 
 def _ramps_ref_live():
     """``ramps_ref`` of data/_precompute/plmoments_refs.py (pure mpmath, 40 digits), with the
-    quadrature module it uses (tests/popdyn/test_plmoments.py) loaded once, here: ``ramps_ref``
-    would load it on every call, and inside a hypothesis test that module's own @given tests
-    count as nested ones."""
+    quadrature module it loads (tests/popdyn/test_plmoments.py, cached there) loaded here
+    already: loaded inside a hypothesis test, that module's own @given tests would count as
+    nested ones."""
     import importlib.util
 
     path = DATA / "_precompute" / "plmoments_refs.py"
     spec = importlib.util.spec_from_file_location("_plmoments_refs", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    quad = mod._load("test_plmoments")
-    mod._load = lambda name: quad
+    mod._load("test_plmoments")
     return mod.ramps_ref
+
+
+def _anti_checked(ref_fn, x, y, r):
+    """_ramps_price_anti at (x, y, r) with r rounded to k/2³⁰ (1 ∓ r exact), after asserting
+    that its estimates bound the actual error (40-digit mpmath)."""
+    r = round(r * 2 ** 30) / 2 ** 30
+    om, op = 1.0 - r, 1.0 + r
+    ref = ref_fn(x, y, om, op, -1)
+    v = _ramps_price_anti(x, y, r, om, op)
+    msgs = _check("price_anti", v, ref, x, y, r, None, [])
+    assert not msgs, "\n".join(msgs)
+    return v
 
 
 # pinned (found along the benchmark's trajectories): moderate anticorrelation near the kinks,
@@ -213,12 +224,7 @@ def test_price_form_from_minus_one_at_anticorrelation():
     within the kernels' relative target (RTOL of each value), where the other forms' are not."""
     ref_fn = _ramps_ref_live()
     for x, y, r in _ANTI_M1:
-        r = round(r * 2 ** 30) / 2 ** 30
-        om, op = 1.0 - r, 1.0 + r
-        ref = ref_fn(x, y, om, op, -1)
-        v = _ramps_price_anti(x, y, r, om, op)
-        msgs = _check("price_anti", v, ref, x, y, r, None, [])
-        assert not msgs, "\n".join(msgs)
+        v = _anti_checked(ref_fn, x, y, r)
         for k in range(4):
             assert v[4 + k] <= RTOL * abs(v[k]), (x, y, r, NAMES[k], v[k], v[4 + k])
 
@@ -241,12 +247,7 @@ def test_price_form_from_minus_one_opposite_thresholds():
     (p = 1 + t, x + y), and the estimates bound the actual error (40-digit mpmath)."""
     ref_fn = _ramps_ref_live()
     for x, y, r in _ANTI_OPPOSITE:
-        r = round(r * 2 ** 30) / 2 ** 30
-        om, op = 1.0 - r, 1.0 + r
-        ref = ref_fn(x, y, om, op, -1)
-        v = _ramps_price_anti(x, y, r, om, op)
-        msgs = _check("price_anti", v, ref, x, y, r, None, [])
-        assert not msgs, "\n".join(msgs)
+        _anti_checked(ref_fn, x, y, r)
 
 
 # both thresholds in the tail, where the closed forms' Φ₂ allowance was short (randomized check,
