@@ -22,14 +22,21 @@ def _complement(r, sm):
 
 
 @jit
+def _clip(r):
+    """ρ from BLAS clipped to [−1, 1]."""
+    if r > 1.0:
+        return 1.0
+    if r < -1.0:
+        return -1.0
+    return r
+
+
+@jit
 def _entry(T1, i, T2, j, r):
     """(ρ, 1 − ρ, 1 + ρ) of rows i, j given ρ = T1[i]·T2[j] from BLAS: clipped to [−1, 1]; for
     |ρ| > 1/2 the complement that is small is recomputed as ½|θ_i ∓ θ_j|² (clipped at 2) and
     the other two follow from it."""
-    if r > 1.0:
-        r = 1.0
-    elif r < -1.0:
-        r = -1.0
+    r = _clip(r)
     if abs(r) <= 0.5:
         return r, 1.0 - r, 1.0 + r
     sg = -1.0 if r > 0 else 1.0
@@ -75,11 +82,7 @@ def pair_geometry_self(T, ok, R, OMR, OPR):
             if not (ok[i] and ok[j]):
                 R[i, j], OMR[i, j], OPR[i, j] = 0.0, 1.0, 1.0
                 continue
-            r = R[i, j]
-            if r > 1.0:
-                r = 1.0
-            elif r < -1.0:
-                r = -1.0
+            r = _clip(R[i, j])
             R[i, j] = r
             if abs(r) <= 0.5:
                 OMR[i, j], OPR[i, j] = 1.0 - r, 1.0 + r
