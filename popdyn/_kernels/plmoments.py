@@ -297,17 +297,40 @@ _PRICE_OMMIN = 1e-3
 
 
 @jit
+def _price_num_coeffs(x, y):
+    """Per-pair constants (d, |xy|, s) of :func:`_price_num`: s = sign(xy) (1 for xy = 0),
+    d = (x − s y)²/2 = (x² + y²)/2 − |xy| ≥ 0."""
+    xy = x * y
+    sg = 1.0 if xy >= 0.0 else -1.0
+    e = x - sg * y
+    return 0.5 * (e * e), abs(xy), sg
+
+
+@jit
+def _price_num(dd, axy, sg, t):
+    """t·xy − (x² + y²)/2, the numerator of the Price exponent (x, y; t), as
+    −((x − s y)²/2 + |xy|·(1 − s t)) with s = sign(xy) (:func:`_price_num_coeffs`): two terms
+    ≥ 0 for every t ∈ (−1, 1), so nothing cancels; within 4 unit roundoffs (2 eps) of the
+    numerator, and with 1/(1 − t²) the exponent within 4.5 eps·|E|.  Formed as
+    t·xy − (x² + y²)/2, its terms cancel where t·xy > 0 as |t| → 1 (x ≈ ±y): an absolute error
+    up to 2|xy t|/(1 − t²)·eps in the exponent, beyond the estimates' allowance (checked Price
+    form 1.6× short at x ≈ y ≈ 7, r̃ = 0.987, 9e−14 relative; randomized check against 40-digit
+    mpmath) -- until 0.3.3."""
+    return -(dd + axy * (1.0 - sg * t))
+
+
+@jit
 def _price_sum(U, W, x, y, rt, a0, pw):
     """Σ_i W_i·g_i·(1, rt − t_i, (rt − t_i)(x − t_i y)/(1 − t_i²), (rt − t_i)(y − t_i x)/(1 − t_i²))
     and Σ_i W_i·g_i·|rt − t_i|·(1, |x − t_i y|, |y − t_i x|)/(1 − t_i²) (a 7-tuple), for
-    t_i = sin(a0 + pw·U_i), g = exp((t xy − (x² + y²)/2)/(1 − t²))."""
-    xy = x * y
-    hs = 0.5 * (x * x + y * y)
+    t_i = sin(a0 + pw·U_i), g = exp((t xy − (x² + y²)/2)/(1 − t²)), the exponent's numerator
+    formed without cancellation (:func:`_price_num`)."""
+    dd, axy, sg = _price_num_coeffs(x, y)
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = 0.0
     for i in range(U.shape[0]):
         t = _sin_small(a0 + pw * U[i])
         ic2 = 1.0 / ((1.0 - t) * (1.0 + t))
-        g = W[i] * math.exp((t * xy - hs) * ic2)
+        g = W[i] * math.exp(_price_num(dd, axy, sg, t) * ic2)
         gd = g * (rt - t)
         u = (x - t * y) * ic2
         v = (y - t * x) * ic2
@@ -367,7 +390,7 @@ def _ramps_price_checked(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
     R = H1x * H1y + rt * P00 + a1 / _TWOPI
     Sij = H0x * H1y + rt * phx * H0y + a2 / _TWOPI
     Sji = H1x * H0y + rt * phy * H0x + a3 / _TWOPI
-    ce = (_EPS * (8.0 + 4.0 * abs(emin))) / _TWOPI
+    ce = (_EPS * (8.0 + 5.0 * abs(emin))) / _TWOPI
     eP = 6.0 * _EPS * P00 + ce * abs(a0) + abs(a0 - c0) / _TWOPI
     eR = 6.0 * _EPS * (H1x * H1y + art * P00) + ce * abs(a4) + abs(a1 - c1) / _TWOPI
     eSij = 6.0 * _EPS * (H0x * H1y + art * phx * H0y) + ce * abs(a5) + abs(a2 - c2) / _TWOPI
@@ -392,9 +415,9 @@ def _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
     log-variation V of the integrand (6/12/20 points, 20 points on ⌈V/8⌉ panels for V > 8;
     the 6 points only where the weights of S̃ keep their sign),
     evaluated with one exponential per node for all four moments.
-    The estimates are eps × the terms combined (each with its conditioning: 8 + 4|exponent| for
-    the exponentials), plus 2e−15 × Σ|terms| of each integral for the rule (the rule's measured
-    accuracy for Φ₂; checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py).
+    The estimates are eps × the terms combined (each with its conditioning: 8 + 5|exponent| for
+    the exponentials, whose exponent is formed without cancellation: :func:`_price_num`), plus
+    2e−15 × Σ|terms| of each integral for the rule (the rule's measured accuracy for Φ₂; checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py).
     """
     asr = math.asin(rt)
     V, emin = _price_logvar(x, y, rt)
@@ -444,8 +467,9 @@ def _price_assemble(a0, a1, a2, a3, a4, a5, a6, sc, rt, emin, phx, phy, H0x, H1x
     R = H1x * H1y + rt * P00 + I1
     Sij = H0x * H1y + rt * phx * H0y + I2
     Sji = H1x * H0y + rt * phy * H0x + I3
-    # rounding: products of 1-D moments (a few ulp each), exponentials (4 + |E|), the rule
-    ce = _EPS * (8.0 + 4.0 * abs(emin)) + 2e-15
+    # rounding: products of 1-D moments (a few ulp each), exponentials (8 + 5|E|: the exponent
+    # within 4.5 eps·|E|, _price_num; exp and the weight a few ulp), the rule
+    ce = _EPS * (8.0 + 5.0 * abs(emin)) + 2e-15
     eP = 6.0 * _EPS * P00 + ce * abs(I0)
     eR = 6.0 * _EPS * (H1x * H1y + art * P00) + ce * abs(a4) * asc
     eSij = 6.0 * _EPS * (H0x * H1y + art * phx * H0y) + ce * abs(a5) * asc
@@ -1018,12 +1042,11 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
     T = np.empty((nn, n))
     IC = np.empty((nn, n))
     G = np.empty((nn, n))
-    xy = np.empty(n)
-    hs = np.empty(n)
+    dd = np.empty(n)
+    axy = np.empty(n)
+    sg = np.empty(n)
     for p in range(n):
-        xy[p] = x[p] * y[p]
-    for p in range(n):
-        hs[p] = 0.5 * (x[p] * x[p] + y[p] * y[p])
+        dd[p], axy[p], sg[p] = _price_num_coeffs(x[p], y[p])
     for k in range(nn):
         u = GU[k]
         Tk = T[k]
@@ -1034,7 +1057,7 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
         for p in range(n):
             ICk[p] = 1.0 / ((1.0 - Tk[p]) * (1.0 + Tk[p]))
         for p in range(n):
-            Gk[p] = (Tk[p] * xy[p] - hs[p]) * ICk[p]
+            Gk[p] = _price_num(dd[p], axy[p], sg[p], Tk[p]) * ICk[p]
     Gf = G.reshape(nn * n)
     exp_batch(Gf, Gf)
     S = np.zeros((7, n))
