@@ -8,7 +8,9 @@ references in the tests (``mpmath.iv`` cannot evaluate erf and is ~1000x slower 
 Rules followed everywhere in ``certify``:
 
 * precision is explicit: every entry point takes ``prec`` (bits) and runs inside
-  :func:`workprec`, which restores the previous global precision of python-flint;
+  :func:`workprec`, which restores the previous global precision of python-flint and holds a
+  process-wide lock (python-flint's precision is process-global: threads certify one at a
+  time);
 * a float64 input means its exact binary value (``arb(x)`` is exact for a float);
 * a ball is converted to float with its exact lower / upper endpoints rounded outward
   (:func:`arb_bounds`), never ``float(ball)`` (the midpoint);
@@ -51,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -80,15 +83,25 @@ def check_prec(prec, name: str = "prec") -> int:
     return prec
 
 
+# python-flint's working precision (ctx.prec) and series length (ctx.cap) are process-global:
+# a computation in one thread would run at another thread's precision or, worse, truncate its
+# series at another thread's cap.  Every certify computation runs inside workprec, which holds
+# this (reentrant) lock, so threads of one process certify one at a time (measured before the
+# lock: two threads at prec 53 and 200 changed each other's brackets).
+_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def workprec(prec: int):
-    """Run with python-flint's precision set to ``prec`` bits, restoring it afterwards."""
-    old = ctx.prec
-    ctx.prec = int(prec)
-    try:
-        yield
-    finally:
-        ctx.prec = old
+    """Run with python-flint's precision set to ``prec`` bits, restoring it afterwards; holds
+    the process-wide certify lock meanwhile (thread safety: see ``_LOCK``)."""
+    with _LOCK:
+        old = ctx.prec
+        ctx.prec = int(prec)
+        try:
+            yield
+        finally:
+            ctx.prec = old
 
 
 # ------------------------------------------------------------------------------- conversion

@@ -40,6 +40,7 @@ unresolved spectra).
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -47,6 +48,9 @@ import numpy as np
 from .store import CHECKPOINT_FORMAT, SCHEMA, Store, _clean, dumps, run_key
 
 __all__ = ["run_one", "spec_key", "build"]
+
+
+_RUN_LOCK = threading.RLock()     # one run at a time per process (run_one)
 
 
 def spec_key(spec: dict) -> str:
@@ -217,11 +221,16 @@ def run_one(spec: dict, store_root: str, *, _stop_after_segments: int | None = N
 
     Safe to call in any worker process: everything it needs is in ``spec`` (plain data) and the
     store directory (which must be visible to the worker).  The run uses one BLAS thread
-    (:mod:`popdyn.experiments._threads`).
+    (:mod:`popdyn.experiments._threads`).  Runs in threads of one process (a thread pool, a dask
+    worker with several threads) execute one at a time, under a process-wide lock: the
+    precision contexts they use (python-flint's in :mod:`certify`, the private mpmath context
+    of :mod:`popdyn.links`) are shared by the threads, and the compiled kernels hold the GIL, so
+    threads would not run them in parallel anyway.  This keeps the results identical on every
+    executor (tests/popdyn/test_sweep_store.py).
     """
     from ._threads import blas_threads
 
-    with blas_threads(1):
+    with _RUN_LOCK, blas_threads(1):
         return _run_one(spec, store_root, _stop_after_segments)
 
 

@@ -18,9 +18,11 @@ plain function of plain data — to an executor:
   (run under ``mpiexec -n N python -m mpi4py.futures script.py``).
 
 Run each dask worker with one thread (``dask worker ADDRESS --nthreads 1``, one worker process
-per core): :mod:`certify` uses python-flint, whose working precision is process-global, so two
-runs certifying in threads of the same process could disturb each other's precision.  Runs use
-one BLAS thread each (:mod:`popdyn.experiments._threads`).
+per core): runs in threads of one process execute one at a time
+(:func:`popdyn.experiments.runner.run_one` holds a process-wide lock, because python-flint's
+working precision in :mod:`certify` is process-global and the compiled kernels hold the GIL), so
+extra threads only wait; a thread pool gives the same results as a process pool, not its
+speed.  Runs use one BLAS thread each (:mod:`popdyn.experiments._threads`).
 
 Every run writes its own record atomically from the worker, so the results do not depend on the
 executor, the number of workers or the completion order, and an interrupted sweep, rerun,

@@ -150,6 +150,21 @@ def test_dask_local_cluster_identical(tmp_path):
         same_run(Store(tmp_path / "s1"), Store(tmp_path / "s2"), k)
 
 
+def test_thread_pool_identical(tmp_path):
+    """A thread pool (two threads in one process) gives the same runs as one worker: runs in
+    threads of one process execute one at a time (runner.run_one's lock), so certify's
+    process-global Arb precision is never shared between two runs."""
+    import concurrent.futures as cf
+
+    cfg = tiny()
+    sweep(cfg, tmp_path / "s1", workers=1, progress=False)
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        res = sweep(cfg, tmp_path / "s2", executor=ex, progress=False)
+    assert res["ran"] == 4
+    assert table(tmp_path / "s1", "csv") == table(tmp_path / "s2", "csv")
+    for k in res["keys"]:
+        same_run(Store(tmp_path / "s1"), Store(tmp_path / "s2"), k)
+
 def test_unreachable_scheduler(tmp_path):
     pytest.importorskip("distributed")
     t0 = time.time()
