@@ -85,9 +85,9 @@ def check_prec(prec, name: str = "prec") -> int:
 
 # python-flint's working precision (ctx.prec) and series length (ctx.cap) are process-global:
 # a computation in one thread would run at another thread's precision or, worse, truncate its
-# series at another thread's cap.  Every certify computation runs inside workprec, which holds
-# this (reentrant) lock, so threads of one process certify one at a time (measured before the
-# lock: two threads at prec 53 and 200 changed each other's brackets).
+# series at another thread's cap.  certify's public functions compute inside workprec, which
+# holds this (reentrant) lock, so threads of one process certify one at a time (measured before
+# the lock: two threads at prec 53 and 200 changed each other's brackets).
 _LOCK = threading.RLock()
 
 

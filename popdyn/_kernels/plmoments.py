@@ -417,7 +417,8 @@ def _ramps_price(x, y, rt, phx, phy, H0x, H1x, H0y, H1y):
     evaluated with one exponential per node for all four moments.
     The estimates are eps × the terms combined (each with its conditioning: 8 + 5|exponent| for
     the exponentials, whose exponent is formed without cancellation: :func:`_price_num`), plus
-    2e−15 × Σ|terms| of each integral for the rule (the rule's measured accuracy for Φ₂; checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py).
+    2e−15 × Σ|terms| of each integral for the rule (the rule's measured accuracy for Φ₂;
+    checked against 40-digit mpmath in tests/popdyn/test_plmoments_estimates.py).
     """
     asr = math.asin(rt)
     V, emin = _price_logvar(x, y, rt)
