@@ -541,8 +541,9 @@ def _ramps_aligned(x, y, rt, om, op, phx, phy, H0x, H1x, H2x, H0y, H1y, H2y):
 # ------------------------------------------------- ramp–ramp, anticorrelated: Price from r̃ = −1
 # geometric grading of the panels towards r' = −1 (s = 0): each panel below the previous one has
 # _ANTI_Q times its length; panels stop once the exponent at their upper end is _ANTI_DROP below
-# the largest one (their contribution is then below e^{−_ANTI_DROP} of the integrals, up to
-# the polynomial weights)
+# the largest one and the integrands increase on the rest (:func:`_anti_tail_monotone`), whose
+# contribution is then bounded (:func:`_anti_tail`) and added to the estimates -- not bounded
+# until 0.3.3
 _ANTI_Q = 0.5
 _ANTI_DROP = 50.0
 _ANTI_MAXPAN = 60
@@ -636,6 +637,7 @@ def _ramps_price_anti(x, y, rt, om, op):
     emax = (op * xy - hq) / (om * op)      # the exponent at s = S (t = r̃), as in the node sums
     c = np.zeros(4)        # whole panels
     a = np.zeros(8)        # halves: the 4 sums and their allowances
+    tail = np.zeros(4)     # bounds of the dropped panels [0, hi]
     hi = S
     for k in range(_ANTI_MAXPAN):
         lo = hi * _ANTI_Q if k < _ANTI_MAXPAN - 1 else 0.0
@@ -643,7 +645,9 @@ def _ramps_price_anti(x, y, rt, om, op):
             sh = math.sin(0.5 * hi)
             ch = math.cos(0.5 * hi)
             pt = 2.0 * sh * sh
-            if (pt * xy - hq) / (pt * 2.0 * ch * ch) < emax - _ANTI_DROP:
+            eh = (pt * xy - hq) / (pt * 2.0 * ch * ch)
+            if eh < emax - _ANTI_DROP and _anti_tail_monotone(pt, xy, hq):
+                _anti_tail(tail, hi, eh, pt, x, y, op)
                 break
         w = hi - lo
         b = _price_sum_anti(_GL20_U, _GL20_W, x, y, op, lo, w)
@@ -657,10 +661,40 @@ def _ramps_price_anti(x, y, rt, om, op):
         hi = lo
     f = _EPS / _TWOPI
     return (a[0] / _TWOPI, a[2] / _TWOPI, a[3] / _TWOPI, a[1] / _TWOPI,
-            f * a[4] + abs(a[0] - c[0]) / _TWOPI,
-            f * a[6] + abs(a[2] - c[2]) / _TWOPI,
-            f * a[7] + abs(a[3] - c[3]) / _TWOPI,
-            f * a[5] + abs(a[1] - c[1]) / _TWOPI)
+            f * a[4] + (abs(a[0] - c[0]) + tail[0]) / _TWOPI,
+            f * a[6] + (abs(a[2] - c[2]) + tail[2]) / _TWOPI,
+            f * a[7] + (abs(a[3] - c[3]) + tail[3]) / _TWOPI,
+            f * a[5] + (abs(a[1] - c[1]) + tail[1]) / _TWOPI)
+
+
+@jit
+def _anti_tail_monotone(p, xy, hq):
+    """True if g = exp(E) and g/p' increase in p' ∈ (0, p] (p' = 1 + t; E as in
+    :func:`_price_sum_anti`): then the integrands of the Price form from −1 over the dropped
+    panels are bounded by their values at p (:func:`_anti_tail`).
+
+    E = xy/(2 − p) − hq/(p(2 − p)), so d(E − ln p)/dp = N(p)/(p²(2 − p)²) with
+    N(p) = xy·p² + 2hq(1 − p) − p(2 − p)² ≥ 2hq(1 − p) − 4p − |xy|p², a lower bound that
+    decreases in p: its sign at p decides for all of (0, p] (with a margin of 2 for rounding).
+    That g itself increases there follows from the drop test (E has at most one stationary
+    point in (−1, 1), a maximum, and E(p) < E(r̃) puts it above p)."""
+    return 2.0 * hq * (1.0 - p) - 4.0 * p - abs(xy) * p * p > 0.5 * hq * (1.0 - p)
+
+
+@jit
+def _anti_tail(tail, hi, eh, p, x, y, op):
+    """Bounds (×2 for rounding) of the dropped part s ∈ [0, hi] of the four integrals of
+    :func:`_ramps_price_anti` (order P̃, R̃, S̃ij, S̃ji, times 2π), given that g and g/p increase
+    there (:func:`_anti_tail_monotone`): with g ≤ g(hi), 0 ≤ r̃ − t ≤ 1 + r̃ and
+    |x − t y|/(1 − t²) = |(x + y) − p y|/(p(2 − p)) ≤ (x + y)/p + |y|,
+
+        ∫ g ≤ hi·g(hi),  ∫ g (r̃ − t) ≤ (1 + r̃)·hi·g(hi),
+        ∫ g |(r̃ − t)(x − t y)/(1 − t²)| ≤ (1 + r̃)·hi·g(hi)·((x + y)/p + |y|)."""
+    sxy = x + y
+    f = (1.0, op, op * (sxy / p + abs(y)), op * (sxy / p + abs(x)))
+    for i in range(4):
+        # formed as one exponential (no underflow of g alone), at least the least subnormal
+        tail[i] = max(math.exp(eh + math.log(2.0 * hi * f[i])), 5e-324)
 
 
 # ------------------------------------------------------------- ramp–ramp, quadrature path

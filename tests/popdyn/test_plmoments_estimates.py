@@ -29,6 +29,7 @@ of S̃ inside [0, r̃]) guard against Genz's 6-point rule, which misses S̃ ther
 estimate.
 """
 import json
+import math
 
 import mpmath as mp
 import numpy as np
@@ -326,3 +327,47 @@ def test_price_form_from_minus_one_random(ramps_ref, x, ld, k):
     v = _ramps_price_anti(x, y, r, om, op)
     msgs = _check("price_anti", v, ref, x, y, r, None, [])
     assert not msgs, "\n".join(msgs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(x=st.floats(-1.0, 3.0), ld=st.floats(-3.0, 0.5),
+       k=st.integers(int(1e-4 * 2 ** 30), int(0.99 * 2 ** 30)))
+def test_price_form_from_minus_one_dropped_panels_bounded(x, ld, k):
+    """The panels of the Price form from −1 that _ramps_price_anti drops (s ∈ [0, hi], found
+    as there: the graded panel ends until the exponent is _ANTI_DROP below its value at r̃ and
+    the integrands increase) contribute at most _anti_tail's bounds: the four integrals
+    ∫₀^hi g·w ds (|w| for S̃) by 30-digit mpmath quadrature."""
+    from popdyn._kernels.plmoments import _ANTI_DROP, _ANTI_Q, _anti_tail, _anti_tail_monotone
+
+    d = 10.0 ** ld
+    y = d - x
+    assume(y >= -1.0 and x + y > 0.0)
+    op = k / 2 ** 30
+    xy, hq = x * y, 0.5 * d * d
+    S = math.acos(1.0 - op)
+    emax = (op * xy - hq) / ((2.0 - op) * op)
+    hi = S
+    for _ in range(80):
+        hi *= _ANTI_Q
+        pt = 2.0 * math.sin(0.5 * hi) ** 2
+        eh = (pt * xy - hq) / (pt * 2.0 * math.cos(0.5 * hi) ** 2)
+        if eh < emax - _ANTI_DROP and _anti_tail_monotone(pt, xy, hq):
+            break
+    else:
+        assume(False)
+    tail = np.zeros(4)
+    _anti_tail(tail, hi, eh, pt, x, y, op)
+    ctx = mp.MPContext()
+    ctx.dps = 30
+    X, Y = ctx.mpf(x), ctx.mpf(y)
+
+    def parts(s):
+        p = 2 * ctx.sin(s / 2) ** 2
+        omt = 2 * ctx.cos(s / 2) ** 2
+        g = ctx.exp((p * X * Y - (X + Y) ** 2 / 2) / (p * omt))
+        wd = op - p
+        return g, g * wd, abs(g * wd * ((X + Y) - p * Y) / (p * omt)), abs(g * wd * ((X + Y) - p * X) / (p * omt))
+
+    for i in range(4):
+        val = ctx.quad(lambda s: parts(s)[i], [0, hi / 4, hi / 2, hi])
+        assert val <= tail[i] * (1 + 1e-12), (x, y, op, hi, i, val, tail[i])
