@@ -366,7 +366,8 @@ def test_price_form_from_minus_one_dropped_panels_bounded(x, ld, k):
         omt = 2 * ctx.cos(s / 2) ** 2
         g = ctx.exp((p * X * Y - (X + Y) ** 2 / 2) / (p * omt))
         wd = op - p
-        return g, g * wd, abs(g * wd * ((X + Y) - p * Y) / (p * omt)), abs(g * wd * ((X + Y) - p * X) / (p * omt))
+        gw = g * wd / (p * omt)
+        return g, g * wd, abs(gw * ((X + Y) - p * Y)), abs(gw * ((X + Y) - p * X))
 
     for i in range(4):
         val = ctx.quad(lambda s: parts(s)[i], [0, hi / 4, hi / 2, hi])
