@@ -11,7 +11,8 @@ Price form from −1) and compares each estimate with the actual error against t
 mpmath reference of data/_precompute/plmoments_refs.py.  Printed: every case where the error
 exceeds the estimate (with the relative error, to judge whether the kernels' target was at
 risk), the largest error/estimate ratio (the bound's excepted: it is 1 whenever the value
-is ~0), and the counts.
+is ~0), and the counts.  The adaptive quadrature (the last evaluator, which returns values
+without an estimate) is compared with the kernels' target rtol·|value| + atol·scale instead.
 
 Found this way (0.3.2): the Price form from −1 at x ≈ −y (17× short), the Gauss–Laguerre Φ₂
 at strong anticorrelation in the tail (1.4×), Genz's θ-integral in the joint tail (1.6×), the
@@ -107,8 +108,9 @@ def main(argv=None) -> int:
     ref_fn = _reference()
     rng = np.random.default_rng(args.seed)
     names = ("P", "Sij", "Sji", "R")
-    n_est = n_bad = 0
+    n_est = n_bad = n_q = q_bad = 0
     worst = (0.0, None)
+    qworst = (0.0, None)
     for _ in range(args.cases):
         x, y, rt, om, op, sign = (_case_joint_tail if args.aim == "joint_tail" else _case)(rng)
         ref = ref_fn(x, y, om, op, sign)
@@ -126,9 +128,43 @@ def main(argv=None) -> int:
                     print(f"  MISSED {name} {names[k]} x={x!r} y={y!r} r={rt!r}: error "
                           f"{float(err):.3g} > estimate {est:.3g} (relative error {rel:.2g})",
                           flush=True)
+        # the quadrature (the safety net) carries no estimate: its error against the target
+        n_q, q_bad, qworst = _quad_check(pl, x, y, rt, om, op, ref, n_q, q_bad, qworst)
     print(f"stress_estimates: seed {args.seed}, {args.cases} cases, {n_est} estimates, "
           f"{n_bad} missed; largest error/estimate {worst[0]:.3g} ({worst[1]})")
-    return 1 if n_bad else 0
+    print(f"  quadrature: {n_q} values, {q_bad} over the kernels' target; largest error/target "
+          f"{qworst[0]:.3g} ({qworst[1]})")
+    return 1 if n_bad or q_bad else 0
+
+
+def _quad_check(pl, x, y, rt, om, op, ref, n_q, q_bad, qworst):
+    """_ramps_quad (x ≥ y order, as the kernels call it) against the target
+    rtol·|ref| + atol·scale (scale: the ramps' RMS products, as in the tests)."""
+    if not (om > 0.0 and op > 0.0):
+        return n_q, q_bad, qworst
+    names = ("P", "Sij", "Sji", "R")
+    ux = pl._unit(1.0, 0.0, 1.0, -x)
+    uy = pl._unit(1.0, 0.0, 1.0, -y)
+    if x >= y:
+        v = pl._ramps_quad(x, y, rt, om, op, ux[8], pl.QTOL, pl.MAXINT)
+    else:
+        P, Sji, Sij, R = pl._ramps_quad(y, x, rt, om, op, uy[8], pl.QTOL, pl.MAXINT)
+        v = (P, Sij, Sji, R)
+    H0x, H2x, H0y, H2y = ux[5], ux[7], uy[5], uy[7]
+    sc = (np.sqrt(H0x * H0y), np.sqrt(2 * H0x * H2y), np.sqrt(2 * H2x * H0y),
+          2 * np.sqrt(H2x * H2y))
+    for k in range(4):
+        err = abs(mp.mpf(v[k]) - ref[k])
+        tgt = pl.RTOL * abs(ref[k]) + pl.ATOL * sc[k]
+        n_q += 1
+        r = float(err / tgt) if tgt > 0 else (0.0 if err == 0 else float("inf"))
+        if r > qworst[0]:
+            qworst = (r, f"{names[k]} x={x!r} y={y!r} r={rt!r}")
+        if r > 1.0:
+            q_bad += 1
+            print(f"  QUADRATURE OVER TARGET {names[k]} x={x!r} y={y!r} r={rt!r}: error "
+                  f"{float(err):.3g} > target {tgt:.3g}", flush=True)
+    return n_q, q_bad, qworst
 
 
 if __name__ == "__main__":
