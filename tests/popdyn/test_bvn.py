@@ -301,3 +301,25 @@ def test_bvn_scipy_sanity():
         r = rng.uniform(-0.99, 0.99)
         ref = stats.multivariate_normal(mean=[0, 0], cov=[[1, r], [r, 1]]).cdf([h, k])
         assert abs(bvn_cdf(h, k, r, 1 - r, 1 + r) - ref) < 1e-6
+
+
+# pinned (randomized check aimed at the joint tail, |r| ≈ 0.925–0.95): Genz's single 20-point
+# panel for the remainder of K lost relative accuracy there (1e−12 of K), up to 5× beyond the
+# estimate of the |r| ≥ 0.925 branch without refinement, as the closed-form ramp moments call
+# it -- until 0.3.3 (bvn._REM_CHECK)
+_REM_TAIL = [(-8.040835907749587, -8.666401555855378, 0.06726260669529438, 1),
+             (-7.872409186592051, -7.6949367217246865, 0.05826198868453503, 1),
+             (-8.828, -9.111, 0.067787, 1),
+             (-7.465, 7.593, 0.067784, -1),
+             (-9.097454601849687, 8.88106896975845, 0.05316834710538393, -1)]
+
+
+def test_bvn_estimate_covers_the_remainder_rule_in_the_joint_tail():
+    from popdyn._kernels.bvn import _bvn_err
+
+    for h, k, c, sign in _REM_TAIL:
+        c = round(c * 2 ** 30) / 2 ** 30
+        r, omr, opr = corr_triple(c, sign)
+        v, e = _bvn_err(h, k, r, omr, opr, False)
+        ref = bvn_ref(h, k, omr, opr, sign)
+        assert abs(mp.mpf(v) - ref) <= e, (h, k, r, v, e, float(abs(mp.mpf(v) - ref)))

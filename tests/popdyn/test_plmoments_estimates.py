@@ -255,13 +255,15 @@ def test_price_form_from_minus_one_opposite_thresholds():
 # 40-digit mpmath): strong anticorrelation (P̃ ~ 1e−38 and 1e−234; Gauss–Laguerre,
 # popdyn._kernels.bvn._K_laguerre, the rounding of its prefactor's exponent (h + k)²/(2(1 − r²)),
 # 1.3–1.4× short), r̃ ≈ 0.8–0.9 (Genz's θ-integral, bvn._bvn_lo: its exponent's two terms
-# cancel, 1.6× short) and r̃ ≈ 0.94 (Φ(min) − K of the |r| ≥ 0.925 branch, 1.3× short)
+# cancel, 1.6× short) and r̃ ≈ 0.94 (Φ(min) − K of the |r| ≥ 0.925 branch, 1.3× short; the
+# last case, 1.67× short: the remainder rule of K, bvn._REM_CHECK, 0.3.3)
 _DIRECT_FAR = [(2.016179618137027, 2.375072492456527, -0.9377172067761421),
                (2.3912339187554315, 2.253566692338738, -0.9897812269628048),
                (8.361853575238692, 8.338442225269402, 0.8150771744549274),
                (6.31452403462177, 6.319898763640947, 0.8422133401036263),
                (7.677435514409195, 5.813262766910405, 0.8792619314044714),
-               (8.057554186227444, 7.959961166263617, 0.9372525177896023)]
+               (8.057554186227444, 7.959961166263617, 0.9372525177896023),
+               (7.872409186592051, 7.6949367217246865, 0.941738011315465)]
 
 
 def test_closed_forms_far_tail():
