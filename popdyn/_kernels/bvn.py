@@ -485,19 +485,17 @@ _REM_CHECK = 3.0
 
 
 @jit
-def _bvn_hi_rem_rule_err(h, k, a2):
-    """|rule error| estimate of :func:`_bvn_hi_rem` (times A/2π, as it enters K): twice the
-    difference between the 20-point rule on [0, A] and on its two halves (the difference alone
-    came within 0.88 of the actual error at h, k ≈ ∓9, |r| ≈ 0.946)."""
+def _bvn_hi_rem_n(h, k, a2, n):
+    """The sum of :func:`_bvn_hi_rem` with the 20-point rule on ``n`` equal panels of [0, A]."""
     A = math.sqrt(a2)
     hk = h * k
     bs = (h - k) * (h - k)
     c = (4.0 - hk) / 8.0
     d = (12.0 - hk) / 16.0
-    num2 = 0.0
-    for j in range(2):
+    num = 0.0
+    for j in range(n):
         for i in range(_GL20_U.shape[0]):
-            x = A * 0.5 * (j + _GL20_U[i])
+            x = A * ((j + _GL20_U[i]) / n)
             xs = x * x
             ex = -0.5 * (bs / xs + hk)
             if ex > -745.0:
@@ -505,9 +503,28 @@ def _bvn_hi_rem_rule_err(h, k, a2):
                 t = math.sqrt(1.0 - xs)
                 ep = math.exp(-hk * xs / (2.0 * (1.0 + t) * (1.0 + t))) / t
                 sp = 1.0 + c * xs * (1.0 + d * xs)
-                num2 += 0.5 * _GL20_W[i] * e * (ep - sp)
+                num += (_GL20_W[i] / n) * e * (ep - sp)
+    return num
+
+
+@jit
+def _bvn_hi_rem_rule_err(h, k, a2):
+    """|rule error| estimate of :func:`_bvn_hi_rem` (times A/2π, as it enters K): twice the
+    difference between the 20-point rule on [0, A] and on its two halves (the difference alone
+    came within 0.88 of the actual error at h, k ≈ ∓9, |r| ≈ 0.946)."""
     num1, _ = _bvn_hi_rem(h, k, a2)
-    return 2.0 * A * abs(num1 - num2) / _TWOPI
+    return 2.0 * math.sqrt(a2) * abs(num1 - _bvn_hi_rem_n(h, k, a2, 2)) / _TWOPI
+
+
+@jit
+def _bvn_hi_refined(h, k, a2):
+    """(K, rule error) of :func:`_bvn_hi` with the remainder on 4 panels, the rule error twice
+    the difference to 2 panels (``refine``: where the single panel is not accurate enough)."""
+    A = math.sqrt(a2)
+    cf, _ = _bvn_hi_closed(h, k, a2)
+    n4 = _bvn_hi_rem_n(h, k, a2, 4)
+    n2 = _bvn_hi_rem_n(h, k, a2, 2)
+    return (cf + A * n4) / _TWOPI, 2.0 * A * abs(n4 - n2) / _TWOPI
 
 
 @jit(error_model="numpy")
@@ -728,7 +745,10 @@ def _bvn_err(h, k, r, omr, opr, refine):
     larger than its value -- the lower-left tail at r ≥ 0.925 (Φ(min(h,k)) − K) and h + k < 0
     at r < 0 (Φ(h)Φ(k) − |I|, or K evaluated on a sharp peak) -- are recomputed from a
     representation with positive terms only (the θ-integral from r' = 0, resp. from r' = −1),
-    with adaptive panels.  This restores relative accuracy for small values.
+    with adaptive panels.  This restores relative accuracy for small values.  In the |r| ≥ 0.925
+    branch, where |hk|·(1 − r²) > ``_REM_CHECK``, the remainder rule of K is checked against two
+    panels and the difference added to the estimate; with ``refine`` set, K is recomputed with
+    the remainder on 4 panels instead (checked against 2; 0.3.3).
     """
     if h != h or k != k or r != r:
         return np.nan, np.nan
@@ -786,7 +806,11 @@ def _bvn_err_hi(h, k, r, omr, opr, K, mag, refine):
     ek = 0.0
     if abs(h * kk) * a2 > _REM_CHECK and not (r < 0.0 and h <= -k
                                                and (h + k) * (h + k) > 30.0 * a2):
-        ek = _bvn_hi_rem_rule_err(h, kk, a2)
+        if refine:
+            # the value too (bvn_cdf): K with the remainder on 4 panels
+            K, ek = _bvn_hi_refined(h, kk, a2)
+        else:
+            ek = _bvn_hi_rem_rule_err(h, kk, a2)
     if r > 0.0:
         m = min(h, k)
         P = norm_cdf(m)
