@@ -463,17 +463,22 @@ def _bvn_hi_rem(h, k, a2):
     num = 0.0
     nmag = 0.0
     for i in range(_GL20_U.shape[0]):
-        x = A * _GL20_U[i]
-        xs = x * x
-        ex = -0.5 * (bs / xs + hk)
-        if ex > -745.0:
-            e = math.exp(ex)
-            t = math.sqrt(1.0 - xs)
-            ep = math.exp(-hk * xs / (2.0 * (1.0 + t) * (1.0 + t))) / t
-            sp = 1.0 + c * xs * (1.0 + d * xs)
-            num += _GL20_W[i] * e * (ep - sp)
-            nmag += _GL20_W[i] * e * (abs(ep) + abs(sp))
+        e, ep, sp = _rem_node(A * _GL20_U[i], bs, hk, c, d)
+        num += _GL20_W[i] * e * (ep - sp)
+        nmag += _GL20_W[i] * e * (abs(ep) + abs(sp))
     return num, nmag
+
+
+@jit
+def _rem_node(x, bs, hk, c, d):
+    """(e, ep, sp) of :func:`_bvn_hi_rem` at the node x (e = 0 below exp's range)."""
+    xs = x * x
+    ex = -0.5 * (bs / xs + hk)
+    if ex > -745.0:
+        t = math.sqrt(1.0 - xs)
+        ep = math.exp(-hk * xs / (2.0 * (1.0 + t) * (1.0 + t))) / t
+        return math.exp(ex), ep, 1.0 + c * xs * (1.0 + d * xs)
+    return 0.0, 0.0, 0.0
 
 
 # |hk|·(1 − r²) above this: the 20-point remainder rule of K is checked against 2 panels
@@ -495,15 +500,8 @@ def _bvn_hi_rem_n(h, k, a2, n):
     num = 0.0
     for j in range(n):
         for i in range(_GL20_U.shape[0]):
-            x = A * ((j + _GL20_U[i]) / n)
-            xs = x * x
-            ex = -0.5 * (bs / xs + hk)
-            if ex > -745.0:
-                e = math.exp(ex)
-                t = math.sqrt(1.0 - xs)
-                ep = math.exp(-hk * xs / (2.0 * (1.0 + t) * (1.0 + t))) / t
-                sp = 1.0 + c * xs * (1.0 + d * xs)
-                num += (_GL20_W[i] / n) * e * (ep - sp)
+            e, ep, sp = _rem_node(A * ((j + _GL20_U[i]) / n), bs, hk, c, d)
+            num += (_GL20_W[i] / n) * e * (ep - sp)
     return num
 
 
