@@ -799,11 +799,12 @@ def _bvn_err_hi(h, k, r, omr, opr, K, mag, refine):
     """The |r| ≥ 0.925 branch of :func:`_bvn_err` given (K, mag) = :func:`_bvn_hi` at (h, ±k)."""
     a2 = omr * opr
     kk = k if r > 0.0 else -k
+    # r <= -0.925, h <= -k with the integrand of K sharply peaked at x = A: Gauss–Laguerre
+    laguerre = r < 0.0 and h <= -k and (h + k) * (h + k) > 30.0 * a2
     # the remainder rule's error in K, where it can matter (_REM_CHECK); not on the
-    # Gauss–Laguerre branch below, which does not use K
+    # Gauss–Laguerre branch, which does not use K
     ek = 0.0
-    if abs(h * kk) * a2 > _REM_CHECK and not (r < 0.0 and h <= -k
-                                               and (h + k) * (h + k) > 30.0 * a2):
+    if abs(h * kk) * a2 > _REM_CHECK and not laguerre:
         if refine:
             # the value too (bvn_cdf): K with the remainder on 4 panels
             K, ek = _bvn_hi_refined(h, kk, a2)
@@ -834,7 +835,7 @@ def _bvn_err_hi(h, k, r, omr, opr, K, mag, refine):
         return v, e
     # r <= -0.925: Φ₂(h,k;r) = Φ(h) − Φ₂(h,−k;−r) = Φ(h) − Φ(min(h,−k)) + K(h,−k)
     if h <= -k:
-        if (h + k) * (h + k) > 30.0 * a2:
+        if laguerre:
             # the integrand of K is sharply peaked at x = A (Genz's remainder rule loses
             # relative accuracy): Gauss–Laguerre in w = (h+k)²/(2x²)
             v = _K_laguerre(h, -k, a2)

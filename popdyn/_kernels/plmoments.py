@@ -675,7 +675,8 @@ def _anti_tail_monotone(p, xy, hq):
 
     E = xy/(2 − p) − hq/(p(2 − p)), so d(E − ln p)/dp = N(p)/(p²(2 − p)²) with
     N(p) = xy·p² + 2hq(1 − p) − p(2 − p)² ≥ 2hq(1 − p) − 4p − |xy|p², a lower bound that
-    decreases in p: its sign at p decides for all of (0, p] (with a margin of 2 for rounding).
+    decreases in p: its sign at p decides for all of (0, p] (required above a quarter of the
+    first term, a margin for rounding).
     That g itself increases there follows from the drop test (E has at most one stationary
     point in (−1, 1), a maximum, and E(p) < E(r̃) puts it above p)."""
     return 2.0 * hq * (1.0 - p) - 4.0 * p - abs(xy) * p * p > 0.5 * hq * (1.0 - p)
