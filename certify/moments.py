@@ -702,6 +702,10 @@ FLOAT_PATH_MAX_PREC = 128
 _K_FLOAT = 64
 _TOL_FLOAT = 2.0 ** -52
 _RMAX_FLOAT = 0.9
+# units with Var σ < _VAR_FLOAT·E[σ²] (|w| ≲ 4e−3 |b|, b > 0) are kept off the float path: its
+# few-ulp error relative to E[σ²] would be a relative error ≳ 1e−11 of their covariances, which
+# the refit quadratic G = C − μ0μ0ᵀ needs (a head of size 1/|w| multiplies it)
+_VAR_FLOAT = 2.0 ** -16
 
 
 _WEIGHTS: dict = {}
@@ -742,10 +746,13 @@ def _float_series(units, K):
 
     The Hermite polynomial values g_k = He_k(t)/k! (t = −h) come from one Arb power series,
     exp(tz − z²/2) = Σ_k He_k(t) z^k/k!; then ĉ_n = [pαφ(h)] g_{n−2} wc_n and
-    d_n = [pφ(h)] g_{n−1} wd_n (n ≥ 1), ĉ_0 = E[σ], ĉ_1 = αE[σ'], d_0 = E[σ'], formed in float64
-    with their error bounds propagated (every product's rounding and every input's error,
-    times 1 + 2⁻⁵⁰).  The tail energies beyond K are E[σ²] − Σ ĉ_n² and E[σ'²] − Σ d_n² with
-    the sums bounded from below.
+    d_n = [pφ(h)] g_{n−1} wd_n (n ≥ 1), ĉ_0 = E[σ], ĉ_1 = αE[σ'], d_0 = E[σ']; the products
+    [pαφ(h)]·g_k and [pφ(h)]·g_k are formed in Arb (g_k alone overflows float64 for far
+    thresholds), the products with the weights in float64 with their error bounds propagated
+    (every rounding and every input's error, times 1 + 2⁻⁵⁰).  A unit with any non-finite
+    float coefficient or bound is marked ineligible (``ok`` False; its pairs are computed by the
+    Arb closed forms) before any arithmetic on it.  The tail energies beyond K are
+    E[σ²] − Σ ĉ_n² and E[σ'²] − Σ d_n² with the sums bounded from below.
     """
     n = len(units)
     XC = np.zeros((n, K + 1)); EC = np.zeros((n, K + 1))
@@ -759,6 +766,10 @@ def _float_series(units, K):
         for u_i, u in enumerate(units):
             if u is None or u.const:
                 continue
+            if A.upper(u.e2 - u.mu0 * u.mu0) < _VAR_FLOAT * A.lower(u.e2):
+                # near-constant unit (|w| << b > 0): its covariances are far below the pair's
+                # Cauchy–Schwarz scale, which bounds the float path's error; Arb keeps them
+                continue
             XC[u_i, 0], EC[u_i, 0] = _f_err(u.mu0)
             XD[u_i, 0], ED[u_i, 0] = _f_err(u.mu1)
             if K >= 1:
@@ -767,12 +778,18 @@ def _float_series(units, K):
                 t = u.x if u.s == 1 else -u.x
                 gs = arb_series([0, t, arb(-1) / 2]).exp().coeffs()
                 gs = gs + [arb(0)] * (K + 1 - len(gs))
-                g = np.array([float(v.mid()) for v in gs[:K]])
-                eg = np.array([A.upper(abs(v - gv)) for v, gv in zip(gs[:K], g)])
-                Pc, ePc = _f_err(u.p * u.al * u.ph)
-                Pd, ePd = _f_err(u.p * u.ph)
-                _prod3(XC[u_i], EC[u_i], 2, Pc, ePc, g[:K - 1], eg[:K - 1], wc[2:], ewc[2:])
-                _prod3(XD[u_i], ED[u_i], 1, Pd, ePd, g[:K], eg[:K], wd[1:], ewd[1:])
+                # the products P·g_k in Arb, then to float: far thresholds (|t| ~ 1e8) make
+                # g_k overflow float64 while P = pαφ(h) underflows, so a float product P·g_k
+                # would be 0·inf = NaN; in Arb it is the tiny, finite coefficient it is
+                Pc = u.p * u.al * u.ph
+                Pd = u.p * u.ph
+                _prod2(XC[u_i], EC[u_i], 2, [Pc * v for v in gs[:K - 1]], wc[2:], ewc[2:])
+                _prod2(XD[u_i], ED[u_i], 1, [Pd * v for v in gs[:K]], wd[1:], ewd[1:])
+            if not (np.all(np.isfinite(XC[u_i])) and np.all(np.isfinite(EC[u_i]))
+                    and np.all(np.isfinite(XD[u_i])) and np.all(np.isfinite(ED[u_i]))):
+                # not representable in float64: the unit's pairs go to the Arb closed forms
+                XC[u_i] = EC[u_i] = XD[u_i] = ED[u_i] = 0.0
+                continue
             lowC = np.maximum(np.abs(XC[u_i]) - EC[u_i], 0.0)
             lowD = np.maximum(np.abs(XD[u_i]) - ED[u_i], 0.0)
             sC = float(np.sum(lowC * lowC)) * (1.0 - 1e-12)
@@ -780,26 +797,38 @@ def _float_series(units, K):
             TC[u_i] = max(A.upper(u.e2 - arb(sC)), 0.0)
             TD[u_i] = max(A.upper(u.e2d - arb(sD)), 0.0)
             SC[u_i], SD[u_i] = u.rms0, u.rms1
-            ok[u_i] = bool(np.all(np.isfinite(XC[u_i])) and np.all(np.isfinite(EC[u_i]))
-                           and np.all(np.isfinite(XD[u_i])) and np.all(np.isfinite(ED[u_i]))
-                           and math.isfinite(TC[u_i]) and math.isfinite(TD[u_i]))
+            ok[u_i] = bool(math.isfinite(TC[u_i]) and math.isfinite(TD[u_i])
+                           and math.isfinite(SC[u_i]) and math.isfinite(SD[u_i]))
     finally:
         ctx.cap = old_cap
     return XC, EC, TC, SC, XD, ED, TD, SD, ok
 
 
-def _prod3(X, E, start, P, eP, g, eg, w, ew):
-    """X[start:] = fl(fl(P g) w), E[start:] = a bound on |P_true g_true w_true − X| given
-    |P − P_true| <= eP etc. (all arrays float64)."""
-    k = g.shape[0]
+def _prod2(X, E, start, pg, w, ew):
+    """X[start:] = fl(p̂g·ŵ), E[start:] = a rigorous bound on |pg_true·w_true − X|.
+
+    ``pg`` is a list of balls (the exact products P·g_k enclosed in Arb), ``w`` float weights
+    with |w − w_true| <= ``ew``.  With p̂g the float nearest to a ball's midpoint and
+    e = |pg − p̂g| (an Arb upper bound):
+    |pg·w − fl(p̂g ŵ)| <= e·(|ŵ| + ew) + |p̂g|·ew + u|x| (one rounding), plus 2⁻¹⁰⁷⁴ for a
+    product in the subnormal range; the sum is inflated by 1 + 2⁻⁵⁰ for its own roundings.
+    A ball whose float is not finite leaves a non-finite entry (the caller marks the unit
+    ineligible for the float path) without any arithmetic on it.
+    """
+    k = len(pg)
     w = w[:k]
     ew = ew[:k]
-    x = (P * g) * w
-    ag, aw = np.abs(g) + eg, np.abs(w) + ew
-    # |Pgw − P̂ĝŵ| <= eP·ag·aw + |P̂|·eg·aw + |P̂||ĝ|·ew, plus the two roundings (2u|x|·(1+u))
-    err = eP * ag * aw + abs(P) * eg * aw + abs(P) * np.abs(g) * ew + 2.3e-16 * np.abs(x)
-    # underflow: each rounding may lose up to 2^-1074 absolutely, the first one then scaled by w
-    err = err * (1.0 + _EPS_REL) + 1e-300 * (1.0 + aw)
+    g = np.empty(k)
+    eg = np.empty(k)
+    for i, v in enumerate(pg):
+        g[i], eg[i] = _f_err(v)
+    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(eg))):
+        X[start:start + k] = np.inf
+        E[start:start + k] = np.inf
+        return
+    x = g * w
+    err = eg * (np.abs(w) + ew) + np.abs(g) * ew + 1.2e-16 * np.abs(x)
+    err = err * (1.0 + _EPS_REL) + 2.0 ** -1074
     X[start:start + k] = x
     E[start:start + k] = err
 

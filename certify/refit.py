@@ -20,10 +20,18 @@ with G, g, V enclosed in Arb from the certified moments.  For every kind the res
     (R(a) ≥ aᵀHa − 2gᵀa + V − μB² and aᵀHa − 2gᵀa ≥ q − ‖r‖²/μ because H ⪰ μI; no eigenvalue
     certificate is needed since G ⪰ 0).  μ is the maximizer of the float64 dual
     V − gᵀ(G + μI)⁻¹g − μB² (and ã = (G + μI)⁻¹g in float64);
-  - unrestricted (and ``projected`` without a budget): R(a) ≥ R(ã) − ‖Gã − g‖²/λ̲ with a
-    certified λ̲ ≤ λ_min(G) (:func:`certify._arb.sym_eig_enclosure`).  When G is not certified
-    positive definite (duplicated or constant features make it singular) the lower bound falls
+  - unrestricted (and ``projected`` without a budget): R(a) ≥ R(ã) − ‖D(Gã − g)‖²/λ̲ with a
+    certified λ̲ ≤ λ_min(DGD) (:func:`certify._arb.sym_eig_enclosure`), D the exact
+    power-of-two equilibration diag(≈ 1/√G_ii): a nearly constant unit (|w| ≪ |b|) has a
+    variance ~|w|², which makes G ill-conditioned by scale alone.  When DGD is not certified
+    positive definite (duplicated or constant features make G singular) the lower bound falls
     back to 0 (R ≥ 0) and the bracket is flagged ``unresolved``.
+
+Ill-conditioned refits.  Whatever the head's size (coefficients ~1/|w| ~ 1e9 for tiny units),
+``upper`` is R(ã) evaluated in ball arithmetic from the enclosures of G, g, V, whose radii are
+propagated exactly, so it is an upper bound of the infimum; its width grows with ‖ã‖² times the
+radius of G, which :mod:`certify.moments` keeps at 2^{−prec} of the pair scale for nearly
+constant units (they are kept off the float64 Mehler path).
 
 The unrestricted float solve uses the diagnostics' equilibrated eigenvalue cutoff, so ``upper``
 is the risk of that head; the bracket is on the infimum over all heads.
@@ -320,10 +328,34 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
                             prec, note)
 
 
+def _equilibrator(Gf: np.ndarray) -> np.ndarray:
+    """Powers of two d_i ≈ 1/√Ĝ_ii (1 where Ĝ_ii <= 0): D = diag(d) scales G to DGD with unit
+    diagonal up to a factor 2, exactly (multiplying by a power of two rounds nothing)."""
+    dg = np.diag(Gf)
+    d = np.ones(dg.shape[0])
+    pos = dg > 0
+    d[pos] = np.ldexp(1.0, -np.round(0.5 * np.log2(dg[pos])).astype(int))
+    return d
+
+
+def _scaled(G, d):
+    """DGD as a ball matrix (D = diag(d), d powers of two)."""
+    m = G.nrows()
+    H = arb_mat(m, m)
+    for i in range(m):
+        for j in range(m):
+            H[i, j] = G[i, j] * arb(float(d[i] * d[j]))
+    return H
+
+
 def _refine(G, g, Gf, a, steps: int = 2):
-    """Residual correction of a float head: a ← a − Ĝ⁺ r with r = Ga − g computed in Arb."""
+    """Residual correction of a float head: a ← a − D Ĥ⁺ D r with r = Ga − g computed in Arb and
+    Ĥ = DĜD the equilibrated float Gram (:func:`_equilibrator`): units of very different
+    variance (|w| ≪ |b|) leave G ill-conditioned by scale alone, DGD is not."""
+    d = _equilibrator(Gf)
+    Hf = Gf * np.outer(d, d)
     try:
-        lam, Q = np.linalg.eigh(Gf)
+        lam, Q = np.linalg.eigh(0.5 * (Hf + Hf.T))
     except np.linalg.LinAlgError:
         return a
     keep = lam > 1e-12 * max(float(lam[-1]), 0.0)
@@ -332,8 +364,8 @@ def _refine(G, g, Gf, a, steps: int = 2):
     for _ in range(steps):
         aa = A.mat_from_array(a)
         r = G * aa - g
-        rf = A.mat_mid(r)[:, 0]
-        corr = Q[:, keep] @ ((Q[:, keep].T @ rf) / lam[keep])
+        rf = d * A.mat_mid(r)[:, 0]
+        corr = d * (Q[:, keep] @ ((Q[:, keep].T @ rf) / lam[keep]))
         new = a - corr
         if not np.all(np.isfinite(new)):
             break
@@ -342,9 +374,17 @@ def _refine(G, g, Gf, a, steps: int = 2):
 
 
 def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
-    """R(ã) − ‖Gã − g‖²/λ̲ with a certified λ̲ ≤ λ_min(G), or None if λ̲ ≤ 0."""
+    """R(ã) − ‖D(Gã − g)‖²/λ̲ with a certified λ̲ ≤ λ_min(DGD), or None if λ̲ ≤ 0.
+
+    For every a, R(a) − R(ã) = 2rᵀδ + δᵀGδ ≥ −rᵀG⁻¹r (δ = a − ã, r = Gã − g, G ≻ 0), and
+    rᵀG⁻¹r = (Dr)ᵀ(DGD)⁻¹(Dr) ≤ ‖Dr‖²/λ_min(DGD) for any positive diagonal D.  D is the exact
+    power-of-two equilibration of :func:`_equilibrator`, so λ_min(DGD) can be certified where a
+    tiny unit (variance ~1e−18 beside O(1)) leaves λ_min(G) below the float eigensolver's
+    resolution (D = I is the unscaled bound)."""
+    d = _equilibrator(Gf)
+    H = _scaled(G, d)
     try:
-        lo, hi, lam, Vv = A.sym_eig_enclosure(G, Gf)
+        lo, hi, lam, Vv = A.sym_eig_enclosure(H, Gf * np.outer(d, d))
     except CertificationError:
         return None
     lmin = lo[-1]
@@ -355,9 +395,12 @@ def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
             head = np.linalg.solve(Gf, gf)
         except np.linalg.LinAlgError:
             return None
+        if not np.all(np.isfinite(head)):
+            return None
         head = _refine(G, g, Gf, head)
     aa = A.mat_from_array(head)
     r = G * aa - g
-    rn = A.vec_norm_upper(r)
+    Dr = arb_mat(r.nrows(), 1, [r[i, 0] * arb(float(d[i])) for i in range(r.nrows())])
+    rn = A.vec_norm_upper(Dr)
     lb = _quad(G, g, V, aa) - arb(rn) * arb(rn) / arb(lmin)
     return A.lower(lb) if lb.is_finite() else None
