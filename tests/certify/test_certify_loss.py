@@ -16,6 +16,7 @@ from certify import CertificationError
 from certify.moments import clear_cache
 
 import _ref as R
+from _units import MODES, degenerate
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _mpref  # noqa: E402  (tests/_mpref.py: independent of popdyn and certify)
@@ -35,13 +36,20 @@ def _teacher(kind, d):
 @settings(max_examples=2)
 @given(st.lists(st.floats(-1, 1), min_size=6, max_size=6), st.lists(st.floats(-1, 1), min_size=2,
        max_size=2), st.sampled_from(TEACHERS), st.sampled_from(["relu", "leaky_relu"]),
-       st.booleans())
-@example([0.5, -0.2, 0.3, 0.5, -0.2, 0.3], [0.1, 0.1], "relu_net", "leaky_relu", True)
-def test_loss_encloses_reference(w, b, teacher, act, dup):
+       st.sampled_from(("dup",) + MODES))
+@example([0.5, -0.2, 0.3, 0.5, -0.2, 0.3], [0.1, 0.1], "relu_net", "leaky_relu", "dup")
+@example([0.5, -0.2, 0.3, 0.1, 0.4, 0.3], [0.1, 0.5], "h2", "relu", "tiny")
+@example([0.5, -0.2, 0.3, 0.1, 0.4, 0.3], [0.1, -0.5], "relu_net", "leaky_relu", "huge")
+def test_loss_encloses_reference(w, b, teacher, act, mode):
     d = 3
     W = np.array(w).reshape(2, d)
-    if dup:                                   # duplicated neuron: ρ = 1 exactly
+    b = np.array(b)
+    if np.linalg.norm(W[0]) == 0:
+        W[0, 0] = 0.5
+    if mode == "dup":                         # duplicated neuron: ρ = 1 exactly
         W[1] = W[0]
+    else:                                     # tiny / nearly collinear / far-threshold units
+        W, b = degenerate(W, b, 1, mode)
     S = popdyn.Student(d=d, m=2, activation=act, negative_slope=0.1)
     T = _teacher(teacher, d)
     p = popdyn.Params([0.7, -1.1], W, b, 0.2)

@@ -13,7 +13,7 @@ from certify.moments import certified_moments, clear_cache
 
 import _ref as R
 
-MODES = ("random", "dup", "anti", "near6", "near12", "zero", "tiny", "far")
+MODES = ("random", "dup", "anti", "near6", "near12", "zero", "tiny", "far", "const", "huge")
 
 
 def _second(mode, w1, b1, w2, b2):
@@ -34,6 +34,10 @@ def _second(mode, w1, b1, w2, b2):
         return 1e-8 * w1 / n1, -1e-7 if b2 < 0 else 1e-7
     if mode == "far":
         return w2, -8.0 * float(np.linalg.norm(w2))
+    if mode == "const":                 # nearly constant: |w| = 1e-9 beside b of order one
+        return 1e-9 * w2 / float(np.linalg.norm(w2)), 0.6 if b2 >= 0 else -0.6
+    if mode == "huge":                  # threshold 1e4 standard deviations out
+        return w2, -1e4 * float(np.linalg.norm(w2))
     return w2, b2
 
 
@@ -47,6 +51,8 @@ vec = st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3).filter(
 @example([0.6, -0.2, 0.3], 0.0, [0.1, 0.5, -0.4], 0.0, "near12", "relu")
 @example([0.6, -0.2, 0.3], -0.3, [0.1, 0.5, -0.4], 0.4, "anti", "leaky_relu")
 @example([0.6, -0.2, 0.3], 0.2, [0.1, 0.5, -0.4], -0.4, "tiny", "relu")
+@example([0.6, -0.2, 0.3], 0.2, [0.1, 0.5, -0.4], 0.4, "const", "leaky_relu")
+@example([0.6, -0.2, 0.3], 0.2, [0.1, 0.5, -0.4], 0.4, "huge", "relu")
 def test_pair_moments_enclose_reference(w1, b1, w2, b2, mode, act):
     w1, w2 = np.array(w1), np.array(w2)
     w2, b2 = _second(mode, w1, b1, w2, b2)

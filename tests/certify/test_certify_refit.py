@@ -4,7 +4,7 @@ lower bound and the feasible upper bound against an mpmath solve of the refit qu
 from the independent reference moments (50 digits, hypothesis, few examples)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from mpmath import mp
 
 import popdyn
@@ -13,6 +13,7 @@ from certify.moments import clear_cache
 from popdyn.diagnostics import refit_risk as float_refit
 
 import _ref as R
+from _units import MODES, degenerate
 
 KINDS = (("unrestricted", None), ("same_budget", None), ("bounded", 0.3), ("bounded", 5.0),
          ("projected", None), ("projected", 0.4))
@@ -72,16 +73,20 @@ def _mp_refit(S, p, T, B2):
                            for i in range(m))
 
 
-@settings(max_examples=2)
-@given(st.integers(0, 1000), st.sampled_from([None, 0.09]))
-def test_refit_encloses_reference(seed, B2):
+@settings(max_examples=3)
+@given(st.integers(0, 1000), st.sampled_from([None, 0.09]), st.sampled_from(MODES))
+@example(5, None, "tiny")
+@example(7, 0.09, "collinear")
+def test_refit_encloses_reference(seed, B2, mode):
     mp.dps = 60
     S, p, T = _setup(seed, m=2, d=3)
+    W, b = degenerate(p.W.copy(), p.b.copy(), 1, mode)
+    p = p.replace(W=W, b=b)
     clear_cache()
     kind, budget = ("unrestricted", None) if B2 is None else ("bounded", 0.3)
     res = certify.refit_risk(S, p, T, kind, budget)
     ref = _mp_refit(S, p, T, B2)
-    assert res.risk.contains(ref), (res.risk, ref)
+    assert res.risk.contains(ref), (mode, res.risk, ref)
 
 
 def test_bad_budget_and_kind():
