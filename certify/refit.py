@@ -274,7 +274,11 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             B2a = Ba * Ba if kind != "same_budget" else _norm2(A.mat_from_array(params.a))
             prob = RefitProblem.from_arrays(Gf, gf, max(Vf, 1e-300), s=1.0)
             sol = solve_ball(prob, B)
-            head = _feasible_head(np.asarray(sol["head"], dtype=float), B2a)
+            head = np.asarray(sol["head"], dtype=float)
+            if not np.all(np.isfinite(head)):
+                raise CertificationError("the float64 refit head is not finite",
+                                         hint="a higher prec")
+            head = _feasible_head(head, B2a)
             up = _quad(G, g, V, A.mat_from_array(head))
             lam, Q = prob.eig
             c = Q.T @ gf
@@ -302,7 +306,11 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         else:
             sol = solve_cutoff(RefitProblem.from_arrays(Gf, gf, max(Vf, 1e-300), s=1.0),
                                rcond=rcond, equilibrate=bool(equilibrate))
-            head = _refine(G, g, Gf, np.asarray(sol["head"], dtype=float))
+            head = np.asarray(sol["head"], dtype=float)
+            if not np.all(np.isfinite(head)):
+                raise CertificationError("the float64 refit head is not finite",
+                                         hint="a higher prec")
+            head = _refine(G, g, Gf, head)
             up = _quad(G, g, V, A.mat_from_array(head))
             lb = _unrestricted_lower(G, g, V, Gf, gf, prec, head=head)
             if lb is None:
@@ -385,7 +393,7 @@ def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
     H = _scaled(G, d)
     try:
         lo, hi, lam, Vv = A.sym_eig_enclosure(H, Gf * np.outer(d, d))
-    except CertificationError:
+    except (CertificationError, np.linalg.LinAlgError):
         return None
     lmin = lo[-1]
     if not lmin > 0:
