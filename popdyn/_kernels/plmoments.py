@@ -93,6 +93,7 @@ import math
 import numpy as np
 
 from ._jit import jit
+from . import arccos as _ac
 from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err,
                   _bvn_err_hi, _bvn_hi_case, _bvn_hi_closed, _bvn_hi_combine, _bvn_hi_rem_batch,
                   _exponent_range, _interval_prob, _sin_small, hh1_batch, hh1_pos, mills3,
@@ -1489,7 +1490,11 @@ def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
 def pl_pair_moments_units(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
                           rtol, atol, qtol, maxint):
     """:func:`pl_pair_moments` given the canonical forms U1, U2 of the two sets
-    (:func:`pl_units`)."""
+    (:func:`pl_units`).  Bias-free sets (every β = 0, every α > 0): the arc-cosine closed
+    forms of :mod:`popdyn._kernels.arccos`."""
+    if _ac.bias_free(be1, al1, be2, al2):
+        _ac.pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D)
+        return
     m1 = al1.shape[0]
     m2 = al2.shape[0]
     I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m1, m2, False)
@@ -1550,7 +1555,12 @@ def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
 
 @jit
 def pl_self_moments_units(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint):
-    """:func:`pl_self_moments` given the units' canonical forms U (:func:`pl_units`)."""
+    """:func:`pl_self_moments` given the units' canonical forms U (:func:`pl_units`).
+    Bias-free sets (every β = 0, every α > 0): the arc-cosine closed forms of
+    :mod:`popdyn._kernels.arccos`."""
+    if _ac.bias_free(be, al, be, al):
+        _ac.self_moments(p, q, al, R, OMR, OPR, C, B, A, D)
+        return
     m = al.shape[0]
     I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m, m, True)
     n = I.shape[0]

@@ -1,0 +1,97 @@
+r"""Bias-free PL pair moments in closed form: the arc-cosine kernels (issue 22).
+
+For PL units σ(t) = p·relu(t) + q·t with *zero* biases, t_i = α_i u, t_j = α_j v, where
+(u, v) are standard normals with correlation ρ = θ_i·θ_j, every pair moment the engine needs is
+elementary in the angle θ = arccos ρ (Cho & Saul 2009, the first-order arc-cosine kernel; the
+others by Stein's lemma and conditioning on u = 0).  With s = √(1 − ρ²), κ = 1/√(2π):
+
+    E[relu(u) relu(v)] = (s + (π − θ) ρ)/(2π),   E[relu(u) v] = ρ/2,        E[uv] = ρ,
+    E[1{u>0} 1{v>0}]   = (π − θ)/(2π),           E[1{u>0} v]   = κρ,        E[1{u>0}] = 1/2,
+    E[1{u>0} relu(v)]  = κ(1 + ρ)/2,             E[δ(u) relu(v)] = κ² s,    E[δ(u) v] = 0,
+
+so, with the engine's conventions (:func:`popdyn._kernels.plmoments.pl_pair_moments`:
+C = E[σᵢσⱼ], B = E[σ'ᵢσ'ⱼ], A = E[αᵢσ''ᵢσⱼ], D = E[σ'ᵢσⱼ]),
+
+    C_ij = αᵢαⱼ [pᵢpⱼ k₁ + (pᵢqⱼ + qᵢpⱼ) ρ/2 + qᵢqⱼ ρ],
+    B_ij = pᵢpⱼ (π − θ)/(2π) + (pᵢqⱼ + qᵢpⱼ)/2 + qᵢqⱼ,
+    A_ij = pᵢpⱼ αⱼ s/(2π),
+    D_ij = αⱼ κ [pᵢpⱼ (1 + ρ)/2 + pᵢqⱼ ρ + qᵢpⱼ].
+
+The angle is formed without cancellation from the engine's 1 ∓ ρ (computed as ½|θᵢ ∓ θⱼ|²):
+π − θ = 2 atan2(√(1 + ρ), √(1 − ρ)) and s = √((1 − ρ)(1 + ρ)), so pairs near ρ = ±1 keep their
+relative accuracy.  Each entry is a handful of correctly rounded operations and one atan2 (a few
+ulp); the general kernels' target is 5e−14 relative.  Used by plmoments' ``*_units`` entry
+points when every bias of both sets is exactly 0 and every α > 0 (zero rows keep the general
+path).  No per-pair branching: one loop over the pairs.
+"""
+import math
+
+from ._jit import jit
+
+_INV2PI = 1.0 / (2.0 * math.pi)
+_KAPPA = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@jit
+def bias_free(be1, al1, be2, al2):
+    """Whether both unit sets are bias-free with every α > 0 (the closed forms apply)."""
+    for i in range(be1.shape[0]):
+        if be1[i] != 0.0 or not al1[i] > 0.0:
+            return False
+    for j in range(be2.shape[0]):
+        if be2[j] != 0.0 or not al2[j] > 0.0:
+            return False
+    return True
+
+
+@jit
+def _entry(pi, qi, ali, pj, qj, alj, rho, om, op):
+    """(C, B, A_ij, A_ji, D_ij, D_ji) of one bias-free pair."""
+    som = math.sqrt(max(om, 0.0))
+    sop = math.sqrt(max(op, 0.0))
+    pmt = 2.0 * math.atan2(sop, som)             # π − θ
+    s = som * sop                                # √(1 − ρ²)
+    k1 = (s + pmt * rho) * _INV2PI
+    pp = pi * pj
+    C = ali * alj * (pp * k1 + (pi * qj + qi * pj) * (0.5 * rho) + qi * qj * rho)
+    B = pp * (pmt * _INV2PI) + 0.5 * (pi * qj + qi * pj) + qi * qj
+    a = pp * s * _INV2PI
+    Dij = alj * _KAPPA * (pp * (0.5 * op) + pi * qj * rho + qi * pj)
+    Dji = ali * _KAPPA * (pp * (0.5 * op) + pj * qi * rho + qj * pi)
+    return C, B, a * alj, a * ali, Dij, Dji
+
+
+@jit
+def self_moments(p, q, al, R, OMR, OPR, C, B, A, D):
+    """Bias-free self moments of one set (m×m outputs; the diagonal at ρ = 1 exactly, only the
+    upper triangle of R, OMR, OPR read), the layout of ``pl_self_moments``."""
+    m = al.shape[0]
+    for i in range(m):
+        for j in range(i, m):
+            if i == j:
+                rho, om, op = 1.0, 0.0, 2.0
+            else:
+                rho, om, op = R[i, j], OMR[i, j], OPR[i, j]
+            c, b, aij, aji, dij, dji = _entry(p[i], q[i], al[i], p[j], q[j], al[j], rho, om, op)
+            C[i, j] = c
+            C[j, i] = c
+            B[i, j] = b
+            B[j, i] = b
+            A[i, j] = aij
+            A[j, i] = aji
+            D[i, j] = dij
+            D[j, i] = dji
+
+
+@jit
+def pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D):
+    """Bias-free moments of set 1 against set 2 (m1×m2 outputs), the layout of
+    ``pl_pair_moments``."""
+    for i in range(al1.shape[0]):
+        for j in range(al2.shape[0]):
+            c, b, aij, aji, dij, dji = _entry(p1[i], q1[i], al1[i], p2[j], q2[j], al2[j],
+                                              R[i, j], OMR[i, j], OPR[i, j])
+            C[i, j] = c
+            B[i, j] = b
+            A[i, j] = aij
+            D[i, j] = dij
