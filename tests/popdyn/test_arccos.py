@@ -8,6 +8,7 @@ and against the independent mpmath reference tests/_mpref.py.
 * the population loss and gradient of a bias-free student against a bias-free relu teacher
   network against tests/_mpref.py (2-D Gaussian quadrature at 40 digits) within 1e−14.
 """
+import math
 import os
 import sys
 
@@ -127,3 +128,26 @@ def test_bias_free_loss_and_grad_against_mpmath():
             assert abs(mp.mpf(float(g.a[j])) - ga[j]) <= 1e-14 * gs
             for k in range(d):
                 assert abs(mp.mpf(float(g.W[j, k])) - gW[j][k]) <= 1e-14 * gs
+
+
+def test_atan2q_within_3_ulp_of_mpmath():
+    """The first-quadrant atan2 of the fast path against mpmath at 30 digits: random ratios over
+    the whole range, both reduction boundaries (tan π/8, 1) and the axes."""
+    from popdyn._kernels.arccos import atan2q
+
+    rng = np.random.default_rng(0)
+    y = np.concatenate([rng.uniform(0, 1, 4000), 10.0 ** rng.uniform(-300, 0, 1000),
+                        np.full(500, 0.41421356237309503) * (1 + rng.uniform(-1e-6, 1e-6, 500)),
+                        1 + rng.uniform(-1e-6, 1e-6, 500), [0.0, 1.0, 1e-308, 5e-324]])
+    x = np.concatenate([rng.uniform(0, 1, 4000), np.ones(1000), np.ones(500), np.ones(500),
+                        [1.0, 0.0, 1.0, 1.0]])
+    swap = rng.random(x.size) < 0.5
+    x, y = np.where(swap, y, x), np.where(swap, x, y)
+    worst = 0.0
+    with mp.workdps(30):
+        for a, b in zip(y, x):
+            v = atan2q(float(a), float(b))
+            ref = mp.atan2(mp.mpf(float(a)), mp.mpf(float(b)))
+            ulp = max(math.ulp(float(ref)), 5e-324)
+            worst = max(worst, float(abs(mp.mpf(v) - ref)) / ulp)
+    assert worst <= 3.0, worst
