@@ -52,7 +52,8 @@ def atan2q(y, x):
     """atan2(y, x) for x, y >= 0, not both 0 (the first quadrant), branch-free so that loops of
     it vectorize: r = min/max ∈ [0, 1]; above tan(π/8), atan r = π/4 + atan((r − 1)/(r + 1));
     atan t = t + t·u·P(u) (:data:`_ATAN_P`); π/2 − · when y > x.  Error: within 3 ulp of the
-    result on [0, π/2] (measured against mpmath on 2·10⁶ arguments, tests/popdyn/test_arccos.py;
+    result on [0, π/2] (measured against mpmath: worst 2.58 ulp on 10⁵ random arguments, and the
+    boundary cases of tests/popdyn/test_arccos.py;
     the fit's own error is 2e−19 relative)."""
     hi = max(x, y)
     lo = min(x, y)
