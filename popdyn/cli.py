@@ -14,6 +14,7 @@ import argparse
 import sys
 import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 
 from . import config as _config
@@ -70,8 +71,13 @@ def cmd_run(args) -> int:
     """Sweep + table + figure + the plateau_alignment check on the stored runs."""
     from .experiments import Store, figure, sweep, table
 
-    path = args.config or data_path("configs", "smoke.toml")
-    cfg = _load(path)
+    if args.config:
+        path = args.config
+        cfg = _load(path)
+    else:
+        path = data_path("configs", "smoke.toml")     # the embedded default
+        with resources.as_file(path) as fp:
+            cfg = _load(fp)
     if args.seeds is not None:
         cfg["init"] = {**cfg["init"], "seeds": list(args.seeds)}
         if "settings" in cfg:
