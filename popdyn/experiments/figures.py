@@ -1,4 +1,5 @@
-"""Figures from stored runs (matplotlib, optional: ``pip install popdyn[figures]``).
+"""Figures from stored runs (matplotlib, optional: the ``figures`` extra, ``pip install ".[figures]"``
+from the popdyn checkout, or ``pip install matplotlib``).
 
 One column per (setting, teacher) cohort, four rows (seed paper 003, Figures 1 and 2):
 
@@ -29,8 +30,8 @@ import numpy as np
 from .store import Store, num
 from .tables import groups
 
-_NEED = ("matplotlib is needed for figures: pip install 'popdyn[figures]' "
-         "(or pip install matplotlib)")
+_NEED = ("matplotlib is needed for figures: install popdyn's `figures` extra "
+         "(pip install '.[figures]' from the popdyn checkout) or pip install matplotlib")
 
 
 def _mpl():
