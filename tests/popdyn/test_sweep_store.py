@@ -231,7 +231,7 @@ def test_bad_configs(tmp_path, capsys, text, match):
     assert main(["sweep", str(path), "--store", str(tmp_path / "s")]) == 2
     assert re.search(match, capsys.readouterr().err)       # the CLI prints the same message
     st = tmp_path / "s"
-    assert not (st / "runs").exists()                 # nothing computed, nothing half-written
+    assert not st.exists()                  # no store folder for a config that fails validation
 
 
 def test_seed_range_and_settings(tmp_path):
