@@ -95,10 +95,13 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
                         cwd=tmp_path, env=env).stdout.strip())
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     assert not any(Path(d).resolve() == ROOT for d in deps)
-    (purelib / "_popdyn_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
+    # install first, then expose the dependencies (with them visible, pip would find a
+    # non-editable popdyn of the test environment "already satisfied" and install nothing)
     r = _run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "--no-index",
               "-q", whl], cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
+    assert (purelib / "popdyn" / "_data" / "configs" / "smoke.toml").is_file()
+    (purelib / "_popdyn_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
     out = tmp_path / "elsewhere"
     out.mkdir()
     probe = (
