@@ -1,4 +1,4 @@
-"""The ``popdyn`` command line.
+"""The popdyn command line.
 
     popdyn run [CONFIG] [--store DIR] [--workers N] [--out FILE]   sweep + table + figure + check
     popdyn sweep CONFIG --store DIR [--workers N] [--scheduler ADDRESS]
@@ -7,6 +7,7 @@
     popdyn ls --store DIR
     popdyn show --store DIR RUN
     popdyn check NAME... | --all [--quick|--full] | --list
+    popdyn --version
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import argparse
 import sys
 import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 
 from . import config as _config
+from ._notice import compile_notice
 from ._paths import data_path
 
 
@@ -28,6 +31,7 @@ def cmd_sweep(args) -> int:
     from .experiments import sweep
 
     cfg = _load(args.config)
+    compile_notice()
     res = sweep(cfg, args.store, workers=args.workers, scheduler=args.scheduler,
                 timeout=args.timeout, progress=not args.quiet)
     st = ", ".join(f"{v} {k}" for k, v in sorted(res["statuses"].items()))
@@ -70,19 +74,26 @@ def cmd_run(args) -> int:
     """Sweep + table + figure + the plateau_alignment check on the stored runs."""
     from .experiments import Store, figure, sweep, table
 
-    path = args.config or data_path("configs", "smoke.toml")
-    cfg = _load(path)
+    if args.config:
+        path = args.config
+        cfg = _load(path)
+    else:
+        path = data_path("configs", "smoke.toml")     # the embedded default
+        with resources.as_file(path) as fp:
+            cfg = _load(fp)
     if args.seeds is not None:
         cfg["init"] = {**cfg["init"], "seeds": list(args.seeds)}
         if "settings" in cfg:
             for s in cfg["settings"]:
                 if "init" in s:
                     s["init"].pop("seeds", None)
+    compile_notice()
     t0 = time.perf_counter()
     tmp = None
     if args.store is None:
         tmp = tempfile.TemporaryDirectory(prefix="popdyn-run-")
         store_dir = Path(tmp.name) / "store"
+        args.temporary_store = True      # main() words an interruption accordingly
     else:
         store_dir = Path(args.store)
     try:
@@ -130,11 +141,14 @@ def cmd_run(args) -> int:
 
 
 def _parser():
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="popdyn", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"popdyn {__version__}")
     sub = parser.add_subparsers(dest="cmd")
     run = sub.add_parser("run", help="sweep + table + figure + plateau_alignment check "
-                                     "(default: the embedded data/configs/smoke.toml)")
+                                     "(default: the embedded smoke configuration)")
     run.add_argument("config", nargs="?", help="TOML configuration (default: the embedded smoke config)")
     run.add_argument("--store", help="result store directory (default: a temporary one)")
     run.add_argument("--workers", type=int, help="worker processes (default: all cores)")
@@ -177,6 +191,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "check":
         from proofs_checks.cli import main as check_main
+        if not ({"-h", "--help", "--list"} & set(argv[1:])):
+            compile_notice()
         return check_main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
@@ -194,8 +210,13 @@ def main(argv=None) -> int:
         print(f"popdyn {args.cmd}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"popdyn {args.cmd}: interrupted; finished runs are stored, rerun to resume",
-              file=sys.stderr)
+        if getattr(args, "temporary_store", False):
+            print(f"popdyn {args.cmd}: interrupted; the temporary store was deleted with its "
+                  "finished runs (pass --store DIR to keep them and resume on a rerun)",
+                  file=sys.stderr)
+        else:
+            print(f"popdyn {args.cmd}: interrupted; finished runs are stored, rerun to resume",
+                  file=sys.stderr)
         return 130
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._notice import compile_notice
 from . import _validate as V
 from .models import Params, Student
 from .objective import _check, loss_and_grad
@@ -388,6 +389,7 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
         (a :class:`popdyn.swiglu.SwiGLUTrajectory` for SwiGLU students, which are trained by
         :func:`popdyn.swiglu.train` with the same integrators and an exactly fitted intercept).
     """
+    compile_notice()     # one line on stderr when numba's kernel cache is cold
     if not isinstance(student, Student):
         from . import swiglu
         if isinstance(student, swiglu.SwiGLUStudent):

@@ -92,7 +92,6 @@ import functools
 import math
 import numbers
 from fractions import Fraction
-from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -111,7 +110,7 @@ LINK_NAMES = (
 """Fixed link names. The families ``damped_cubic:<a>`` and ``mixture(...)`` come on top."""
 
 _FAMILIES = ("damped_cubic:<a>", "mixture(<w>*<name>, ...)")
-_TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "links" / "links.npz"
+_TABLE = ("links", "links.npz")   # in the embedded data (popdyn/_paths.py, package popdyn._data)
 
 # A private mpmath context: never touch the global mpmath precision.
 _ctx = mpmath.MPContext()
@@ -402,11 +401,9 @@ def _sin_coeffs(nmax):
 # --------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _tables():
-    if not _TABLE_PATH.exists():
-        raise FileNotFoundError(
-            f"link table {_TABLE_PATH} is missing; regenerate it with "
-            "`python data/_precompute/links.py`")
-    with np.load(_TABLE_PATH, allow_pickle=False) as z:
+    from ._paths import data_path
+
+    with data_path(*_TABLE).open("rb") as fh, np.load(fh, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._notice import compile_notice
 from ._moments import moments
 from .models import Params, Student
 
@@ -77,6 +78,7 @@ def population_loss(student: Student, params: Params, teacher, *, rtol: float = 
     (:meth:`popdyn.Teacher.gated`, :meth:`popdyn.Teacher.multi_index`) are dispatched to
     :mod:`popdyn.swiglu` and :mod:`popdyn.multi_index`.
     """
+    compile_notice()     # one line on stderr when numba's kernel cache is cold
     ext = _extension(student, teacher)
     if ext is not None:
         return ext.population_loss(student, params, teacher, rtol=rtol, full_output=full_output)
@@ -100,6 +102,7 @@ def population_grad(student: Student, params: Params, teacher, *, rtol: float = 
     Fixed parameters (biases of a bias-free student, intercept of an intercept-free student) get
     a zero gradient.
     """
+    compile_notice()     # one line on stderr when numba's kernel cache is cold
     ext = _extension(student, teacher)
     if ext is not None:
         return ext.population_grad(student, params, teacher, rtol=rtol)

@@ -7,7 +7,7 @@ under a name with ``quick`` (CI) and ``full`` (paper) settings.  Run them with
 ``popdyn check --all`` (:func:`proofs_checks.cli.main`).
 
 Registered checks: ``reaction_transport``, ``balancedness``, ``gauge_separation``, ``ownership``
-(the gauge / feature-ownership seed paper; DESIGN §7), and ``plateau_alignment`` (subspace
+(the gauge / feature-ownership seed paper; docs/design.md §7), and ``plateau_alignment`` (subspace
 learning during the loss plateau; seed paper 003).
 """
 from ._core import (CHECKS, KINDS, PROVENANCES, VERDICTS, Check, Verdict, combine, decide,

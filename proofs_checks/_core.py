@@ -40,7 +40,7 @@ class Verdict:
     bracket : (float, float)
         The measured bracket [lo, hi].
     provenance : {"rigorous", "numerical"}
-        How the bracket was obtained (DESIGN §6): never call a numerical bracket rigorous.
+        How the bracket was obtained (docs/design.md §6): never call a numerical bracket rigorous.
     margin : float
         Signed distance to the decision boundary: > 0 passes by that much, < 0 fails by that
         much; for ``undecided`` the (negative) amount by which the bracket crosses the boundary.

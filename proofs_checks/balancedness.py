@@ -1,4 +1,4 @@
-"""Check ``balancedness``: the gauge invariants Δ_j = a_j² − |w_j|² − b_j² (DESIGN §7).
+"""Check ``balancedness``: the gauge invariants Δ_j = a_j² − |w_j|² − b_j² (docs/design.md §7).
 
 Claims:
 
@@ -18,7 +18,7 @@ The states include biases and a trained intercept (ReLU student, ReLU-network te
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); DESIGN §7.
+Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); docs/design.md §7.
 """
 from __future__ import annotations
 

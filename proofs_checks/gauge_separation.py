@@ -1,9 +1,9 @@
 r"""Check ``gauge_separation``: specialization times of opposite gauges separate as Θ(D²)
-(the gauge seed paper's claim) — in the regimes where the exact flow supports it (DESIGN §7).
+(the gauge seed paper's claim) — in the regimes where the exact flow supports it (docs/design.md §7).
 
 Setting (declared, not tuned): the exact bias-free single-neuron ReLU flow against the teacher
 relu(u·x), reduced to (c, φ) (:mod:`popdyn.gauge._reduced`); initial cosine 1/√d; specialization
-time = first flow time with cos(θ, u) ≥ threshold.  For each declared regime of DESIGN §7's table
+time = first flow time with cos(θ, u) ≥ threshold.  For each declared regime of docs/design.md §7's table
 (:data:`popdyn.gauge.REGIMES`) and each (c0, gauge grid) of the settings — every gauge is checked
 to satisfy the regime's condition — the ratio R(g) = T(1/g)/T(g) is bracketed and the local
 log-log slopes of R between consecutive gauges are bracketed (numerical brackets from
@@ -12,12 +12,12 @@ integration-tolerance refinement).
 Decision rule per regime (declared before any run): the regime's exponent bracket is the hull of
 the last ``tail`` local slopes of every sweep (d, threshold, c0) — the asymptotic exponent is read
 at the largest gauges; it *supports 2* when it lies within 2 ± TAU, TAU = 0.25 (a quarter of the
-distance from 2 to the nearest competing exponent of DESIGN §7's table, 1); it fails when the
+distance from 2 to the nearest competing exponent of docs/design.md §7's table, 1); it fails when the
 bracket is disjoint from that band, and is undecided otherwise.  Whether the bracket literally
 contains 2 is printed too.  Claim regimes: scaling factor λ at small initialization (c0·λ² ≤ 0.1)
 and the ratio D at large imbalance (c0·D ≥ 10).  Controls (reported, not in the verdict): the
-scaling factor at c0·λ² ≥ 10 (DESIGN: drifts to Θ(λ⁴)) and the ratio at small initialization
-(c0·D ≤ 0.1; DESIGN: Θ(D)).
+scaling factor at c0·λ² ≥ 10 (docs/design.md §7: drifts to Θ(λ⁴)) and the ratio at small initialization
+(c0·D ≤ 0.1; docs/design.md §7: Θ(D)).
 
 Validation parts (claims): the reduction agrees with the engine's exact decomposition at random
 states (≤ 1e−12 relative); a specialization time from the engine's own gradient field (m = 1
@@ -28,7 +28,7 @@ clocks reported).
 References
 ----------
 Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt): "a sharp Θ(D²) separation in
-specialization time"; DESIGN §7 (table of regimes).
+specialization time"; docs/design.md §7 (table of regimes).
 """
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def _gd_part(d, c0, D, thr, lr):
 
 
 @register("gauge_separation",
-          description="T(opposite)/T(favorable) local exponent vs 2 in each declared regime of DESIGN §7",
+          description="T(opposite)/T(favorable) local exponent vs 2 in each declared regime of docs/design.md §7",
           quick=dict(ds=(10, 100), thresholds=(0.5, 0.9), tail=2, regimes=QUICK_REGIMES,
                      reduction_states=6, engine=(10, 1.0, 10.0, 0.5), gd=(10, 1.0, 4.0, 0.5, 0.01),
                      seed=0, tables=True),
@@ -123,14 +123,15 @@ def check(*, ds, thresholds, tail, regimes, reduction_states, engine, gd, seed, 
     for r in results:
         e = r.exponent
         reg = r.regime
-        notes = [f"DESIGN §7: {reg.design_row}; condition {reg.condition_text}",
+        notes = [f"docs/design.md §7: {reg.design_row}; condition {reg.condition_text}",
                  f"tail exponent {e.estimate:.4f} ∈ [{e.lo:.6f}, {e.hi:.6f}]; literally contains 2: "
                  f"{'yes' if e.contains(2.0) else 'no'}; all local slopes ∈ [{r.all_slopes.lo:.4f}, "
                  f"{r.all_slopes.hi:.4f}]",
                  f"T_fav·(a/|w|) ∈ [{r.fav_times_D.lo:.4g}, {r.fav_times_D.hi:.4g}] over the sweeps"]
         if reg.role == "control":
             near = abs(e.estimate - reg.expected) <= TAU
-            notes.append(f"control: DESIGN's measured exponent here is {reg.expected:g}; this run "
+            notes.append(f"control: docs/design.md §7's measured exponent here is {reg.expected:g}; "
+                         "this run "
                          f"{'agrees' if near else 'DISAGREES'} (|{e.estimate:.3f} − {reg.expected:g}| "
                          f"{'≤' if near else '>'} {TAU})")
         if tables:
@@ -152,6 +153,6 @@ def check(*, ds, thresholds, tail, regimes, reduction_states, engine, gd, seed, 
         "specialization times of opposite gauges separate with local exponent 2 in the declared "
         "regimes (scaling λ at small init; ratio D at large imbalance); controls reported",
         parts, headline=headline,
-        notes=["DESIGN §7's table reproduced from these runs (tail = last "
+        notes=["docs/design.md §7's table reproduced from these runs (tail = last "
                f"{tail} local slopes per sweep; d ∈ {tuple(ds)}, thresholds {tuple(thresholds)}):",
                format_regime_table(results)])

@@ -1,6 +1,6 @@
 r"""Check ``ownership``: the favorable gauge selects the owner among duplicate neurons, and —
 separately, in the regime where it holds — the others' functional contribution is pruned to zero
-(the gauge seed paper's "global selection and functional pruning"; DESIGN §7).
+(the gauge seed paper's "global selection and functional pruning"; docs/design.md §7).
 
 Setting (:func:`popdyn.gauge.ownership`): k bias-free ReLU neurons with the same direction
 (cos = 1/√d with the teacher u) and coefficient c0/k each — the same initial function for every
@@ -12,17 +12,17 @@ Claims:
 
 * selection — in every run of the grid the favorable neuron ends with the largest coefficient:
   the bracket of c_fav / max_{j≥1} c_j over the runs lies in [1, ∞) (``at_least`` 1);
-* pruning (population; finite-sample) — only in DESIGN §7's regime: opposite-gauge others with a
+* pruning (population; finite-sample) — only in docs/design.md §7's regime: opposite-gauge others with a
   large imbalance, c0·D ≥ 10 (checked): the others' joint contribution ‖Σ_{j≥1} a_jσ_j‖/‖y‖ at
   the horizon is ≤ PRUNE_TOL = 1e−8.
 
 Controls (reported, not in the verdict): balanced others, and opposite others at a small
-initialization (c0·D ≤ 0.1), under the same pruning rule — DESIGN §7 expects them to keep a finite
+initialization (c0·D ≤ 0.1), under the same pruning rule — docs/design.md §7 expects them to keep a finite
 aligned share (c_own/c_j ≈ 0.9·D), i.e. to *fail* the pruning rule.
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); DESIGN §7.
+Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); docs/design.md §7.
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def check(*, k, D, c0, d, lr, max_time, small_c0, small_time, n_samples, seeds, 
     # controls
     bal = [r for r in sel_runs if r.others == "balanced" and r.mode == "population" and r.c0 == max(c0)]
     parts.append(make_verdict("control: balanced others", "same pruning rule for balanced others "
-                              "(DESIGN §7: a finite aligned share remains)", kind="at_most",
+                              "(docs/design.md §7: a finite aligned share remains)", kind="at_most",
                               constant=PRUNE_TOL, bracket=_bracket([r.final_others_rel for r in bal]),
                               provenance="numerical", role="control",
                               notes=tuple(f"k={r.k} D={r.D:g}: c_own/c_j = "

@@ -13,11 +13,11 @@ Reading used here (stated, not tuned)
   |ℓ_n − ℓ_0| ≤ δ (δ = 1e−3; seed paper Tables 3–4: "P is the last diagnostic inside the
   prefix"), computed per run (each run's own endpoint, never an averaged one).
 * Rise of A_min: ΔA = A_min(P) − A_min(0) on the *same* run, A_min the smallest squared principal
-  cosine between the rank-r teacher subspace and the top-r AGOP eigenspace (DESIGN §5).
+  cosine between the rank-r teacher subspace and the top-r AGOP eigenspace (docs/design.md §5).
   Certified as the bracket [A_P.lo − A_0.hi, A_P.hi − A_0.lo] of :func:`certify.alignment`;
   an unresolved eigenspace contributes [0, 1] (so it can never pass).
 * Drop of refit risk: ΔR = R(0) − R(P) in units of V_Y, R the minimum frozen-feature refit MSE
-  under the same coefficient budget.  Default (``budget="same_budget"``, DESIGN §5): the budget
+  under the same coefficient budget.  Default (``budget="same_budget"``, docs/design.md §5): the budget
   at each checkpoint is the norm of that checkpoint's own head, ‖a′‖ ≤ ‖a‖ ("unchanged
   coefficient budget").  A float ``budget = B`` uses one fixed ball ‖a′‖ ≤ B at both
   checkpoints (``bounded`` kind) instead.  Certified conservatively as in the paper's Table 2
@@ -39,7 +39,7 @@ References
 ----------
 Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): abstract (the theorem and constants
 1/2 and 0.399), Table 2 (ΔA = A(E) − A(0), ΔR = R̲_0 − R̄_E), Tables 3–4 (P), Table 6
-(medians over twenty seeds at d = 16, m = 64, ε = 0.05); DESIGN §5, §6.
+(medians over twenty seeds at d = 16, m = 64, ε = 0.05); docs/design.md §5, §6.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Check ``reaction_transport``: the exact reaction–transport decomposition (DESIGN §7).
+"""Check ``reaction_transport``: the exact reaction–transport decomposition (docs/design.md §7).
 
 Claims (each to a declared relative tolerance ``tol`` = 1e−12, on random states of several
 student / teacher configurations — relu and leaky_relu, with and without biases and intercept,
@@ -20,7 +20,7 @@ arithmetic).
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); DESIGN §7.
+Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); docs/design.md §7.
 """
 from __future__ import annotations
 
@@ -120,5 +120,5 @@ def check(*, states: int, m: int, d: int, n_samples: int, seed: int):
              "each configuration's first state has a_0 = 0 exactly (regular neuron with zero head)"]
     return summary_verdict(
         "reaction_transport",
-        "ċ, θ̇ and the dissipation split of DESIGN §7 hold to rounding (relative residual ≤ 1e-12)",
+        "ċ, θ̇ and the dissipation split of docs/design.md §7 hold to rounding (relative residual ≤ 1e-12)",
         parts, notes=notes)

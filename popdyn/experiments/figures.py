@@ -1,4 +1,5 @@
-"""Figures from stored runs (matplotlib, optional: ``pip install popdyn[figures]``).
+"""Figures from stored runs (matplotlib, optional: the ``figures`` extra, ``pip install ".[figures]"``
+from the popdyn checkout, or ``pip install matplotlib``).
 
 One column per (setting, teacher) cohort, four rows (seed paper 003, Figures 1 and 2):
 
@@ -22,6 +23,7 @@ confidence intervals.  Rendering uses the Agg canvas directly (no pyplot, no glo
 """
 from __future__ import annotations
 
+import textwrap
 import warnings
 
 import numpy as np
@@ -29,8 +31,8 @@ import numpy as np
 from .store import Store, num
 from .tables import groups
 
-_NEED = ("matplotlib is needed for figures: pip install 'popdyn[figures]' "
-         "(or pip install matplotlib)")
+_NEED = ("matplotlib is needed for figures: install popdyn's `figures` extra "
+         "(pip install '.[figures]' from the popdyn checkout) or pip install matplotlib")
 
 
 def _mpl():
@@ -225,9 +227,15 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
             axes[3, 0].set_ylabel("angle to subspace (°)", fontsize=8)
     axes[1, 0].legend(fontsize=7, loc="lower right", frameon=False)
     axes[2, 0].legend(fontsize=7, loc="upper right", frameon=False)
-    fig.suptitle("means and 10–90% bands over seeds (shared support); thin lines: every seed; "
-                 "grey: plateau shared by all seeds", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    # the note wrapped to the figure's width (a single cohort's figure is 3.9 in wide: one line
+    # would be clipped at both sides), with room above the panels for every line
+    w_in, h_in = fig.get_size_inches()
+    chars = max(30, int(w_in * 72 / (8 * 0.62)))          # 8 pt characters < 0.62 em wide
+    note = textwrap.wrap("means and 10–90% bands over seeds (shared support); thin lines: every "
+                         "seed; grey: plateau shared by all seeds", chars)
+    fig.suptitle("\n".join(note), fontsize=8)
+    top = 1.0 - (len(note) * 8 * 1.25 + 6) / 72 / h_in
+    fig.tight_layout(rect=(0, 0, 1, top))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     kw = {"metadata": {"Software": None}} if out.suffix.lower() == ".png" else {}

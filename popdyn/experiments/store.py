@@ -38,7 +38,7 @@ import io
 import json
 import math
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 import numpy as np
@@ -144,10 +144,21 @@ def _fsync_dir(path: Path):
 
 
 def atomic_write(path, data: bytes):
-    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace + fsync dir)."""
+    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace + fsync dir).
+
+    The file is created with mode 0o666 minus the process umask, like any file the user creates
+    (``tempfile.mkstemp`` would make it 0o600, unreadable to the colleagues of a shared store).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    while True:
+        tmp = str(path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o666)
+            break
+        except FileExistsError:  # pragma: no cover (48 random bits)
+            continue
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -294,12 +305,22 @@ class Store:
         elif create:
             if self.root.exists() and not self.root.is_dir():
                 raise StoreError(f"store path {self.root} exists and is not a directory")
+            for parent in self.root.parents:        # the first existing ancestor
+                if parent.exists():
+                    if not parent.is_dir():
+                        raise StoreError(f"store path {self.root}: {parent} is a file, not a "
+                                         "directory; give a directory path")
+                    break
             if self.root.is_dir() and any(p.name != "store.json" for p in self.root.iterdir()):
                 raise StoreError(f"{self.root} is a non-empty directory without store.json: "
                                  "not a popdyn store; give an empty or new directory")
             from .. import __version__
             self.info = {"format": FORMAT, "schema": SCHEMA, "created_by": f"popdyn {__version__}"}
-            write_json(meta, self.info)
+            try:
+                write_json(meta, self.info)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store {self.root}: "
+                                 f"{exc.strerror or exc}") from None
         else:
             raise StoreError(f"{self.root} is not a popdyn store (no store.json); run "
                              "`popdyn sweep CONFIG --store DIR` first")

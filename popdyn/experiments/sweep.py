@@ -61,12 +61,33 @@ class SerialExecutor(cf.Executor):
         return fut
 
 
+_PROTOCOLS = ("tcp", "tls", "ucx", "ws", "wss", "inproc")
+
+
+def _check_address(address):
+    """ValueError unless ``address`` looks like a dask scheduler address (``tcp://host:8786``,
+    another protocol of :data:`_PROTOCOLS`, or ``host:port``), before dask is asked to connect
+    (dask would retry an unparsable address until its timeout)."""
+    if not isinstance(address, str):
+        raise TypeError(f"`scheduler` must be a string address, got {type(address).__name__}")
+    proto, sep, rest = address.partition("://")
+    if not sep:
+        proto, rest = "tcp", address
+    host, colon, port = rest.rpartition(":")
+    ok = proto in _PROTOCOLS and (proto == "inproc" or (colon and host and port.isdigit()))
+    if not ok or (proto == "inproc" and not rest):
+        raise ValueError(f"`scheduler` must be a dask scheduler address such as "
+                         f"tcp://host:8786 (protocols {', '.join(_PROTOCOLS)}; the port is "
+                         f"required), got {address!r}")
+
+
 def dask_executor(address: str, *, timeout: float = 10.0):
     """(client, executor) for a dask.distributed scheduler at ``address``.
 
     Raises :class:`SchedulerError` with the address when dask is missing or the scheduler does
     not answer within ``timeout`` seconds.
     """
+    _check_address(address)
     try:
         from distributed import Client
     except ImportError:
@@ -88,14 +109,22 @@ def plan(cfg: dict) -> list:
 
 
 class _Progress:
-    """A one-line progress bar on stderr (plain text when stderr is not a terminal)."""
+    """A one-line progress bar on stderr.
 
-    def __init__(self, total, done, stream=None, enabled=True):
+    On a terminal the line is redrawn at every finished run.  When stderr is not a terminal (a
+    log file, a batch job) a plain line is written at the start, at every 10% of the runs, at
+    the end, and otherwise at least every ``every`` seconds while the sweep runs (at the first
+    finished run after that, or by :meth:`tick` when none finishes), so a long sweep never
+    looks stuck.
+    """
+
+    def __init__(self, total, done, stream=None, enabled=True, every=10.0):
         self.total, self.done, self.t0 = total, done, time.perf_counter()
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled and total > 0
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.last = -1.0
+        self.every, self.last_t = every, float("-inf")
         self.skipped = done
         self.show()
 
@@ -103,9 +132,11 @@ class _Progress:
         if not self.enabled:
             return
         frac = self.done / self.total
-        if not (self.tty or final or frac - self.last >= 0.1 or self.done == self.total):
+        now = time.perf_counter()
+        if not (self.tty or final or frac - self.last >= 0.1 or self.done == self.total
+                or now - self.last_t >= self.every):
             return
-        self.last = frac
+        self.last, self.last_t = frac, now
         width = 28
         fill = int(round(width * frac))
         el = time.perf_counter() - self.t0
@@ -122,6 +153,11 @@ class _Progress:
     def step(self):
         self.done += 1
         self.show()
+
+    def tick(self):
+        """A line if none was written for ``every`` seconds (non-terminal streams)."""
+        if self.enabled and not self.tty and time.perf_counter() - self.last_t >= self.every:
+            self.show()
 
 
 def _hms(s):
@@ -162,8 +198,18 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
     if workers is not None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"`workers` must be a positive int, got {workers!r}")
-    st = store if isinstance(store, Store) else Store(store)
+    if scheduler is not None:
+        _check_address(scheduler)
     runs = plan(cfg)                       # validates every value before anything runs
+    client = None
+    if scheduler is not None:              # reach the scheduler before creating anything
+        client, ex = dask_executor(scheduler, timeout=timeout)
+    try:
+        st = store if isinstance(store, Store) else Store(store)  # no folder for bad input
+    except BaseException:
+        if client is not None:
+            client.close()
+        raise
     keys = [k for k, _ in runs]
     todo, seen = [], set()
     for k, s in runs:
@@ -171,28 +217,29 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
             todo.append((k, s))
             seen.add(k)
     t0 = time.perf_counter()
-    client = None
     own = None
-    if scheduler is not None:
-        client, ex = dask_executor(scheduler, timeout=timeout)
-    elif executor is not None:
+    if executor is not None:
         ex = executor
-    else:
+    elif scheduler is None:
         w = workers or os.cpu_count() or 1
         w = min(w, max(1, len(todo)))
         ex = own = SerialExecutor() if w == 1 else cf.ProcessPoolExecutor(max_workers=w)
-    st.write_sweep(name or cfg.get("name", ""), keys, cfg)
-    bar = _Progress(len(keys), len(keys) - len(todo), enabled=progress)
     results, errors = [], []
     try:
+        st.write_sweep(name or cfg.get("name", ""), keys, cfg)
+        bar = _Progress(len(keys), len(keys) - len(todo), enabled=progress)
         futs = {ex.submit(run_one, s, str(st.root)): (k, s) for k, s in todo}
-        for f in cf.as_completed(futs):
-            try:
-                results.append(f.result())
-            except Exception as exc:  # one failed run does not stop the others
-                k, s = futs[f]
-                errors.append((k, s, exc))
-            bar.step()
+        pending = set(futs)
+        while pending:
+            done, pending = cf.wait(pending, timeout=bar.every, return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                try:
+                    results.append(f.result())
+                except Exception as exc:  # one failed run does not stop the others
+                    k, s = futs[f]
+                    errors.append((k, s, exc))
+                bar.step()
+            bar.tick()
     finally:
         if own is not None:
             own.shutdown(wait=True, cancel_futures=True)

@@ -182,7 +182,11 @@ def _headers(rows_, latex=False):
             f"ΔR ({kind})", "cert. ΔA_min", f"cert. ΔR ({ckind})", "Final loss"]
 
 
-CAPTION = ("Median [min, max] over seeds of the endpoint changes at each run's own plateau "
+CAPTION = ("E: plateau endpoint, the last update of each run's δ-prefix (|ℓ_n − ℓ_0| ≤ δ "
+           "at every update n ≤ E, ℓ the normalized loss, δ the config's [diagnostics] delta, "
+           "default 1e-3; update E + 1 is the first with |ℓ_n − ℓ_0| > δ), median [min, max] "
+           "over seeds. "
+           "Median [min, max] over seeds of the endpoint changes at each run's own plateau "
            "checkpoint P (last diagnostic inside |ℓ_n − ℓ_0| ≤ δ); ΔA = A(P) − A(0), "
            "ΔR = R(0) − R(P) in units of V_Y (positive = lower error). Certified columns: mean "
            "lower and upper bounds of the per-run gain brackets (unresolved alignments count as "
@@ -219,7 +223,9 @@ def table(store, fmt: str = "md") -> str:
         lines.append(" & ".join(c.replace("–", "--") for c in cells) + r" \\")
     cap = (CAPTION.replace("ℓ_n − ℓ_0", r"$\ell_n-\ell_0$").replace("≤ δ", r"$\le\delta$")
            .replace("ΔA", r"$\Delta A$").replace("ΔR", r"$\Delta R$").replace("V_Y", r"$V_Y$")
-           .replace("†", r"$\dagger$").replace("−", "-").replace("±", r"$\pm$"))
+           .replace("†", r"$\dagger$").replace("−", "-").replace("±", r"$\pm$")
+           .replace("> δ", r"$>\delta$").replace("n ≤ E", r"$n\le E$").replace("δ", r"$\delta$")
+           .replace("ℓ", r"$\ell$"))
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + cap + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
@@ -285,13 +291,17 @@ def show(store, run: str) -> str:
              "value_weighted_angle": "value_w_angle", "frac_gates_near_axis": "gates_near_ax",
              "frac_axes_covered": "axes_covered"}
     names = [short.get(k, k.replace("refit_", "R_").replace("_lower", "_lo")) for k in keys]
-    out.append("    " + f"{'':>8} {'n':>7} {'t':>9} " + " ".join(f"{k[:14]:>14}" for k in names))
+    # every header in full (a column is as wide as its name, at least 14): truncated names
+    # collide, e.g. R_same_budget and R_same_budget_lo
+    wd = [max(14, len(k)) for k in names]
+    out.append("    " + f"{'':>8} {'n':>7} {'t':>9} "
+               + " ".join(f"{k:>{w}}" for k, w in zip(names, wd)))
     for name in ("init", "plateau", "final"):
         c = r["checkpoints"][name]
         vals = []
-        for k in keys:
+        for k, w in zip(keys, wd):
             v = c.get(k)
-            vals.append(f"{str(v):>14}" if isinstance(v, bool) else f"{_f(num(v), 6):>14}")
+            vals.append(f"{str(v):>{w}}" if isinstance(v, bool) else f"{_f(num(v), 6):>{w}}")
         out.append("    " + f"{name:>8} {c['n']:>7} {num(c['t']):>9.4g} " + " ".join(vals))
     if "certified" in r:
         out.append("  certified brackets (certify):")

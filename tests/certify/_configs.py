@@ -1,6 +1,11 @@
 """Fixed configurations for the certified layer's reference tests (shared by the tests and by
-data/_precompute/certify_refs.py).  Every array is written out so that the float64 inputs are
-exactly reproducible; degenerate geometry is built in on purpose.
+data/_precompute/certify_refs.py); degenerate geometry is built in on purpose.
+
+The construction (:func:`build`) uses ``np.linalg.qr`` and ``np.linalg.norm``, whose last bits
+depend on the BLAS / LAPACK kernel (OpenBLAS picks one per CPU), so it is *not* the source of the
+tests' inputs: data/refs/certify_refs.json stores, beside every reference, the exact float64
+inputs it was computed for (``inputs``: hex strings, :func:`inputs`), and the tests rebuild the
+objects from those (:func:`from_inputs`), bit for bit on any machine.
 """
 from __future__ import annotations
 
@@ -81,12 +86,50 @@ CONFIGS = [
 ]
 
 
+def _student(cfg):
+    return popdyn.Student(d=cfg["d"], m=cfg["m"], activation=cfg["activation"],
+                          negative_slope=cfg.get("slope", 0.01), bias=cfg.get("bias", True),
+                          scaling=cfg.get("scaling", "standard"))
+
+
+def _hex(x):
+    x = np.asarray(x, dtype=np.float64)
+    return float(x).hex() if x.ndim == 0 else [_hex(v) for v in x]
+
+
+def _unhex(h):
+    return float.fromhex(h) if isinstance(h, str) else np.array([_unhex(v) for v in h])
+
+
+def inputs(S, p, T):
+    """The exact float64 inputs of (student, params, teacher) as hex strings (``float.hex``)."""
+    t = {"kind": T.kind, "U": _hex(T.U)}
+    if T.kind == "additive":
+        t.update(link=T.link.name, kappa=_hex(T.weights))   # canonical link name
+    else:
+        t.update(activation=T.activation.name, slope=_hex(T.activation.negative_slope),
+                 V=_hex(T.weights), bias=_hex(T.bias))
+    return {"a": _hex(p.a), "W": _hex(p.W), "b": _hex(p.b), "c": _hex(p.c), "teacher": t}
+
+
+def from_inputs(cfg, inp):
+    """(student, params, teacher) from stored :func:`inputs` -- independent of BLAS / LAPACK."""
+    S = _student(cfg)
+    p = popdyn.Params(_unhex(inp["a"]), _unhex(inp["W"]), _unhex(inp["b"]), _unhex(inp["c"]))
+    t = inp["teacher"]
+    if t["kind"] == "additive":
+        T = popdyn.Teacher.additive(t["link"], _unhex(t["U"]), _unhex(t["kappa"]))
+    else:
+        T = popdyn.Teacher.network(t["activation"], _unhex(t["V"]), _unhex(t["U"]),
+                                   _unhex(t["bias"]), negative_slope=_unhex(t["slope"]))
+    return S, p, T
+
+
 def build(cfg):
-    """(student, params, teacher) of a configuration."""
+    """(student, params, teacher) of a configuration from its deterministic construction (its
+    last bits depend on the BLAS kernel: the tests use :func:`from_inputs`)."""
     d, m = cfg["d"], cfg["m"]
-    S = popdyn.Student(d=d, m=m, activation=cfg["activation"],
-                       negative_slope=cfg.get("slope", 0.01), bias=cfg.get("bias", True),
-                       scaling=cfg.get("scaling", "standard"))
+    S = _student(cfg)
     if cfg.get("degenerate"):
         W, b, a = _degenerate(11, d, m)
     else:

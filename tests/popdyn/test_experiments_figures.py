@@ -56,7 +56,7 @@ def test_figure_without_matplotlib(store, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(builtins, "__import__", fake)
     assert main(["figure", "--store", str(store), "--out", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'popdyn[figures]'" in err
+    assert "`figures` extra (pip install '.[figures]'" in err and "pip install matplotlib" in err
     assert not (tmp_path / "x.png").exists()
 
 

@@ -30,6 +30,7 @@ estimate.
 """
 import json
 import math
+from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -37,11 +38,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from popdyn._paths import DATA
 from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _ramps_aligned, _ramps_bound,
                                       _ramps_direct, _ramps_price, _ramps_price_anti,
                                       _ramps_price_checked, _unit)
 
+DATA = Path(__file__).resolve().parents[2] / "data"   # the checkout's data/ (refs are not shipped)
 REFS = DATA / "refs" / "plmoments_refs.json"
 NAMES = ("P", "Sij", "Sji", "R")
 

@@ -98,8 +98,15 @@ def test_sigkill_midway_then_rerun(tmp_path):
     (tmp_path / "c.toml").write_text(text)
     (tmp_path / "k.py").write_text(_KILL_SCRIPT)
     store = tmp_path / "s"
+    # the child imports the same popdyn as this process (the checkout under `python -m pytest`,
+    # whether the install is editable or not), with the same warm kernel cache
+    import popdyn
+    src = os.path.dirname(os.path.dirname(popdyn.__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [src] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     proc = subprocess.Popen([sys.executable, str(tmp_path / "k.py"), str(tmp_path / "c.toml"),
-                             str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
     deadline = time.time() + 240
     try:
         while time.time() < deadline:
@@ -231,7 +238,7 @@ def test_bad_configs(tmp_path, capsys, text, match):
     assert main(["sweep", str(path), "--store", str(tmp_path / "s")]) == 2
     assert re.search(match, capsys.readouterr().err)       # the CLI prints the same message
     st = tmp_path / "s"
-    assert not (st / "runs").exists()                 # nothing computed, nothing half-written
+    assert not st.exists()                  # no store folder for a config that fails validation
 
 
 def test_seed_range_and_settings(tmp_path):
