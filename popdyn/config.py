@@ -19,7 +19,8 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
     [student]   d, m, activation, negative_slope, bias, intercept, scaling
                 activation = "swiglu": d, m, intercept only   (SwiGLU student)
-    [init]      scale, seeds (list or {start, count}), fit_intercept
+    [init]      scale, seeds (list or {start, count}), fit_intercept,
+                convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries)
     [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
                 eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode
                 (stopping rules: loss_target, max_updates, max_time, explode)
@@ -80,7 +81,7 @@ _SECTIONS = {
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
     "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling"},
-    "init": {"scale", "seeds", "fit_intercept"},
+    "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},
     "schedule": {"every", "early"},
@@ -394,6 +395,13 @@ def expand(cfg: dict) -> list:
         init.setdefault("fit_intercept", True)
         if not isinstance(init["fit_intercept"], bool):
             raise ConfigError(f"[init] fit_intercept must be true or false in {where}")
+        if "convention" in init:
+            from .models import INIT_CONVENTIONS
+            if init["convention"] not in INIT_CONVENTIONS:
+                close = difflib.get_close_matches(str(init["convention"]), INIT_CONVENTIONS, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"[init] convention must be one of {list(INIT_CONVENTIONS)} in "
+                                  f"{where}, got {init['convention']!r}.{hint}")
         sched = {**SCHEDULE_DEFAULTS, **sec["schedule"]}
         try:
             Schedule(every=sched["every"], early=tuple(sched["early"]))

@@ -210,19 +210,25 @@ class SwiGLUStudent:
             raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
         return params
 
-    def init(self, seed: int, scale: float, teacher=None) -> SwiGLUParams:
+    def init(self, seed: int, scale: float, teacher=None, *,
+             convention: str = "norm") -> SwiGLUParams:
         """Deterministic small Gaussian initialization.
 
         a_j ~ N(0, scale²), G_jk ~ N(0, scale²/d), V_jk ~ N(0, scale²/d) (so |g_j| ≈ |v_j| ≈
-        scale), drawn in that order from ``numpy.random.default_rng(seed)``.  The intercept is
-        0, or -- when ``teacher`` is given and ``intercept`` is True -- fitted exactly.
+        scale), drawn in that order from ``numpy.random.default_rng(seed)``.  With
+        ``convention="entry"`` every entry of G and V is N(0, scale²) instead (|g_j| ≈ scale·√d;
+        same draws, G and V larger by exactly √d).  The intercept is 0, or -- when ``teacher``
+        is given and ``intercept`` is True -- fitted exactly.
         """
+        from .models import init_width
+
         seed = V.nonneg_int("seed", seed)
         scale = V.real("scale", scale, positive=True)
+        w = init_width(convention, scale, self.d)
         rng = np.random.default_rng(seed)
         a = rng.standard_normal(self.m) * scale
-        G = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
-        Vv = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
+        G = rng.standard_normal((self.m, self.d)) * w
+        Vv = rng.standard_normal((self.m, self.d)) * w
         p = SwiGLUParams(a, G, Vv, 0.0)
         if teacher is not None and self.intercept:
             p = fit_intercept(self, p, teacher)
