@@ -18,7 +18,8 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
     [student]   d, m, activation, negative_slope, bias, intercept, scaling
-                activation = "swiglu": d, m, intercept only   (SwiGLU student)
+                activation = "swiglu": d, m, intercept, clock only   (SwiGLU student;
+                clock = "standard" | "mean_field": popdyn.SwiGLUStudent)
     [init]      scale, seeds (list or {start, count}), fit_intercept,
                 convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries)
     [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
@@ -67,7 +68,7 @@ from .models import Student
 from .teachers import Teacher
 
 #: [student] keys of a SwiGLU student (``activation = "swiglu"``)
-SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept")
+SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock")
 #: teacher kinds and the keys that belong to one kind only
 TEACHER_KINDS = ("additive", "network", "gated")
 GATES = ("id", "gelu", "tanh", "relu", "rotation")
@@ -214,7 +215,7 @@ def make_student(table: dict):
         extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
         if extra:
             raise ConfigError(
-                f"[student] activation = 'swiglu' takes only d, m and intercept; {extra} "
+                f"[student] activation = 'swiglu' takes only d, m, intercept and clock; {extra} "
                 "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
                 "(v_j·x) + c has no biases, no negative slope and standard scaling): remove "
                 + ("it" if len(extra) == 1 else "them"))
