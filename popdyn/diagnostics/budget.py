@@ -90,8 +90,23 @@ def _check_budget(budget):
     return V.real("budget", budget, positive=True)
 
 
+def _no_intercept_problem(student, params, teacher, rtol):
+    """The uncentered refit quadratic R(a′) = a′ᵀ s²C a′ − 2 s E[σ y]ᵀa′ + E[y²] (c′ = 0)."""
+    from .._moments import moments
+    from .refit import RefitProblem
+
+    M = moments(student, params, teacher, rtol=rtol, grad=False)
+    s = student.s
+    G = (s * s) * M.C
+    G = 0.5 * (G + G.T)
+    g = s * (M.Ct @ teacher.weights)
+    return RefitProblem(G, g, float(teacher.second_moment), 0.0, np.zeros(student.m), s,
+                        np.zeros(student.m, bool))
+
+
 def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
-                      features="coefficient", rtol: float = 1e-10) -> list:
+                      features="coefficient", intercept: bool = True,
+                      rtol: float = 1e-10) -> list:
     """Refit every state in ``states`` in one ball ‖·‖₂ ≤ B (see the module docstring).
 
     Parameters
@@ -105,6 +120,12 @@ def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
         Where B comes from, or B itself.
     features : {"coefficient", "raw"}
         Coefficients on unit-direction features (ReLU family) or the head on raw features.
+    intercept : bool
+        True (default): the intercept c′ is refitted exactly (as in :func:`refit_risk`).
+        False: c′ = 0, the readout alone is refitted and the target's mean E[y] stays in the
+        risk (the reading for students without an intercept); the risk is then
+        a′ᵀs²Ca′ − 2s E[σy]ᵀa′ + E[y²] and ``Refit.variance`` holds E[y²] (divide the risk by
+        V_Y yourself for the paper's normalization).
 
     Returns
     -------
@@ -132,4 +153,20 @@ def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
         B = teacher_budget(teacher)
     else:
         B = float(budget)
-    return [refit_risk(S, p, teacher, kind="bounded", budget=B, rtol=rtol) for S, p in forms]
+    if not isinstance(intercept, bool):
+        raise TypeError(f"`intercept` must be a bool, got {intercept!r}")
+    if intercept:
+        return [refit_risk(S, p, teacher, kind="bounded", budget=B, rtol=rtol) for S, p in forms]
+    from ..objective import _check, _extension
+    from .refit import _refit
+
+    if _extension(forms[0][0], teacher) is not None:
+        raise ValueError("`intercept`=False is implemented for additive and network teachers of "
+                         "ReLU-family students only")
+    out = []
+    for S, p in forms:
+        _check(S, p, teacher)
+        prob = _no_intercept_problem(S, p, teacher, rtol)
+        r = _refit(prob, "bounded", B, rcond=1e-12, equilibrate=True)
+        out.append(r)
+    return out

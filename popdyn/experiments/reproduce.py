@@ -86,14 +86,21 @@ def _m_table2(rec, arrs):
     iE = _at_or_before(arrs["snap_n"], E)
     r0, rE = rec["records"][0], rec["records"][iE]
     p0, pE = params_from(S, arrs, 0), params_from(S, arrs, iE)
-    f0, fE = fixed_ball_refits(S, [p0, pE], T, budget="trained_head", features="coefficient")
     VY = float(T.variance)
-    return {"E": E, "E_delta": int(rec["plateaus"]["delta=0.001"]["end_n"]),
-            "E_snapshot": int(arrs["snap_n"][iE]),
-            "dA_min": r0 and rE["a_min"] - r0["a_min"], "dA_mean": rE["a_mean"] - r0["a_mean"],
-            "dR": (f0.lower - fE.risk) / VY - 1e-5, "R_0": f0.risk / VY, "R_E": fE.risk / VY,
-            "budget": f0.budget, "L_20000": float(rec["loss_final"]),
-            "n_final": int(rec["n_final"])}
+    out = {"E": E, "E_delta": int(rec["plateaus"]["delta=0.001"]["end_n"]),
+           "E_snapshot": int(arrs["snap_n"][iE]),
+           "dA_min": rE["a_min"] - r0["a_min"], "dA_mean": rE["a_mean"] - r0["a_mean"],
+           "L_20000": float(rec["loss_final"]), "n_final": int(rec["n_final"])}
+    # the two budget readings of "unchanged coefficient budgets" (docs/protocol.md): one ball
+    # B = ‖κ‖ of the teacher (declared), and B = the trained head's coefficient norm at E
+    for key, B in (("dR", "teacher"), ("dR_trained_head", "trained_head")):
+        try:
+            f0, fE = fixed_ball_refits(S, [p0, pE], T, budget=B, features="coefficient")
+        except ValueError:      # e.g. no teacher coefficient norm for gated teachers
+            continue
+        out[key] = (f0.lower - fE.risk) / VY - 1e-5
+        out[key.replace("dR", "R_0")], out[key.replace("dR", "R_E")] = f0.risk / VY, fE.risk / VY
+    return out
 
 
 def _m_swiglu(rec, arrs):
@@ -115,10 +122,13 @@ def _m_swiglu(rec, arrs):
 
 def _m_table1(rec, arrs):
     """Table 1 quantities: endpoint gains at the 5% ratio prefix endpoint, the same fixed-ball
-    coefficient refit as Table 2, final normalized loss."""
+    coefficient refits as Table 2 (gain R_0 − R_E, both readings), final normalized loss."""
     out = _m_table2(rec, arrs)
-    return {"dA_min": out["dA_min"], "refit_decrease": out["dR"] + 1e-5,
-            "final_mse": out["L_20000"], "E": out["E"]}
+    res = {"dA_min": out["dA_min"], "final_mse": out["L_20000"], "E": out["E"]}
+    for sfx in ("", "_trained_head"):
+        if "R_0" + sfx in out:
+            res["refit_decrease" + sfx] = out["R_0" + sfx] - out["R_E" + sfx]
+    return res
 
 
 def _m_figure1(rec, arrs):
@@ -130,12 +140,14 @@ def _m_figure1(rec, arrs):
     S, T = _build(rec)
     i200 = _at_or_before(arrs["snap_n"], 200)
     p0, p2 = params_from(S, arrs, 0), params_from(S, arrs, i200)
-    f0, f2 = fixed_ball_refits(S, [p0, p2], T, budget="trained_head", features="coefficient")
     VY = float(T.variance)
     r = rec["records"]
-    return {"A_min_0": r[0]["a_min"], "A_min_200": r[i200]["a_min"],
-            "refit_0": f0.risk / VY, "refit_200": f2.risk / VY,
-            "loss_200": float(r[i200]["normalized_loss"]), "loss_0": float(r[0]["normalized_loss"])}
+    out = {"A_min_0": r[0]["a_min"], "A_min_200": r[i200]["a_min"],
+           "loss_0": float(r[0]["normalized_loss"]), "loss_200": float(r[i200]["normalized_loss"])}
+    for suffix, B in (("", "teacher"), ("_trained_head", "trained_head")):
+        f0, f2 = fixed_ball_refits(S, [p0, p2], T, budget=B, features="coefficient")
+        out["refit_0" + suffix], out["refit_200" + suffix] = f0.risk / VY, f2.risk / VY
+    return out
 
 
 _MEASURE = {"table1": _m_table1, "figure1": _m_figure1, "table2": _m_table2,
@@ -262,7 +274,13 @@ def render(name: str, cells: list, *, info: dict) -> str:
         goal = f"{c['goal']} ({c['goal_text']})" if "goal" in c else ""
         lines.append(f"| {c['row']} | {c['quantity']} | {pr} ({c['line']}) | {_fmt(c['ours'])}"
                      f"{ci} (n={c['n']}) | {rg} | {_fmt(c['diff'])} | {c['verdict']} | {goal} |")
-    lines.append("")
+    extra = info.get("extra") or {}
+    if extra:
+        lines.append("Measured beside the table (no paper cell; statistic as above, [min, max]):")
+        lines.append("")
+        for row, qs in extra.items():
+            lines.append(f"- {row}: " + "; ".join(f"{q} {_fmt(v)} {_fmt(r)}" for q, (v, r) in qs.items()))
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -324,6 +342,16 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
     wall = time.perf_counter() - t0
     rows = measure(name, st, keys)
     cells = compare(name, rows)
+    extra, stat = {}, _stat(name)
+    known = {q for prow in paper_values(name)["cells"] for q in prow}
+    for row, runs in rows.items():
+        qs = {}
+        for q in runs[0]:
+            vals = [r[q] for r in runs if isinstance(r.get(q), (int, float)) and q not in known]
+            if vals and not isinstance(runs[0][q], bool):
+                qs[q] = (float(stat(vals)), [float(min(vals)), float(max(vals))])
+        if qs:
+            extra[row] = qs
     full = _configs(name, None)
     full_n = sum(len(plan(c)) for c in full)
     reduced = len(keys) < full_n
@@ -334,7 +362,7 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
             "seeds_text": seeds_text + (f"; the full configuration has {full_n} runs"
                                         if reduced else ""),
             "wall": wall, "computed": computed, "stored": stored, "workers": workers or "default",
-            "store": str(st.root)}
+            "store": str(st.root), "extra": extra}
     return {"cells": cells, "rows": rows, "info": info, "text": render(name, cells, info=info)}
 
 
