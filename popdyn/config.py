@@ -81,7 +81,7 @@ _SECTIONS = {
     "name": None,
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
-    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling"},
+    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock"},
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},
@@ -222,6 +222,9 @@ def make_student(table: dict):
         from .swiglu import SwiGLUStudent
         t.pop("activation")
         return SwiGLUStudent(**t)
+    if "clock" in t:
+        raise ConfigError("[student] clock applies to SwiGLU students (activation = 'swiglu'); a "
+                          "relu-family student takes scaling = 'standard' | 'mean_field'")
     try:
         return Student(**t)
     except ValueError as exc:
