@@ -83,7 +83,10 @@ def teacher_budget(teacher) -> float:
 
 def _check_budget(budget):
     if isinstance(budget, str):
-        return V.choice("budget", budget, BUDGET_SOURCES)
+        if budget not in BUDGET_SOURCES:
+            raise ValueError(f"`budget` must be one of {list(BUDGET_SOURCES)} or a number B > 0, "
+                             f"got {budget!r}")
+        return budget
     if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
         raise TypeError(f"`budget` must be one of {list(BUDGET_SOURCES)} or a number > 0, got "
                         f"{budget!r}")
