@@ -257,8 +257,10 @@ def render(name: str, cells: list, *, info: dict) -> str:
     lines.append(f"- command: `{info['command']}`")
     red = " — **reduced** (the paper: " + pv["statistic"] + ")" if info.get("reduced") else ""
     lines.append(f"- runs: {info['runs']} ({info['seeds_text']}){red}")
-    lines.append(f"- wall time: {info['wall']:.0f} s on this machine ({info.get('workers', 1)} "
-                 f"worker(s); {info['computed']} computed, {info['stored']} already stored)")
+    lines.append(f"- wall time: {info['wall']:.0f} s for this command ({info.get('workers', 1)} "
+                 f"worker(s); {info['computed']} runs computed, {info['stored']} already stored); "
+                 f"the runs themselves took {info.get('run_time', 0.0):.0f} s summed over runs "
+                 f"(each run's own wall time)")
     lines.append(f"- paper values: seed 003 lines cited per cell; statistic: {pv['statistic']}")
     lines.append("")
     lines.append("| row | quantity | paper (line) | popdyn [95% CI] | range | diff | verdict | goal |")
@@ -341,6 +343,8 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
             nseeds.add(spec["init"]["seed"])
     wall = time.perf_counter() - t0
     rows = measure(name, st, keys)
+    run_cpu = sum(float(st.record(k).get("info", {}).get("wall_time", 0.0))
+                  for k in dict.fromkeys(keys) if st.has(k))
     cells = compare(name, rows)
     extra, stat = {}, _stat(name)
     known = {q for prow in paper_values(name)["cells"] for q in prow}
@@ -361,7 +365,7 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
     info = {"command": cmd, "runs": len(keys), "full_runs": full_n, "reduced": reduced,
             "seeds_text": seeds_text + (f"; the full configuration has {full_n} runs"
                                         if reduced else ""),
-            "wall": wall, "computed": computed, "stored": stored, "workers": workers or "default",
+            "wall": wall, "run_time": run_cpu, "computed": computed, "stored": stored, "workers": workers or "default",
             "store": str(st.root), "extra": extra}
     return {"cells": cells, "rows": rows, "info": info, "text": render(name, cells, info=info)}
 
