@@ -216,7 +216,8 @@ def compare(name: str, rows: dict, pv: dict | None = None) -> list:
             if "range" in ref:
                 cell["paper_range"] = ref["range"]
             if not vals:
-                cells.append({**cell, "ours": None, "verdict": "not run"})
+                why = "not run" if not runs else "not measured"   # e.g. no teacher budget
+                cells.append({**cell, "ours": None, "verdict": why})
                 continue
             ours = float(stat(vals))
             lo, hi = _boot(vals, stat, rng)
@@ -268,7 +269,7 @@ def render(name: str, cells: list, *, info: dict) -> str:
     for c in cells:
         pr = _fmt(c["paper"]) + (f" {_fmt(c['paper_range'])}" if "paper_range" in c else "")
         if c.get("ours") is None:
-            lines.append(f"| {c['row']} | {c['quantity']} | {pr} ({c['line']}) | not run | | | "
+            lines.append(f"| {c['row']} | {c['quantity']} | {pr} ({c['line']}) | — | | | "
                          f"{c['verdict']} | |")
             continue
         ci = "" if c["n"] < 2 else f" [{_fmt(c['lo'])}, {_fmt(c['hi'])}]"
