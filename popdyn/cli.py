@@ -7,7 +7,7 @@
     popdyn ls --store DIR
     popdyn show --store DIR RUN
     popdyn check NAME... | --all [--quick|--full] | --list
-    popdyn reproduce NAME [--seeds N] [--store DIR] [--workers N] [--write FILE]
+    popdyn reproduce NAME [--seeds N] [--store DIR] [--workers N] [--write FILE] [--no-run]
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def cmd_reproduce(args) -> int:
     from .experiments.reproduce import reproduce, write_section
 
     res = reproduce(args.name, seeds=args.seeds, store=args.store, workers=args.workers,
-                    progress=not args.quiet)
+                    progress=not args.quiet, run=not args.no_run)
     sys.stdout.write(res["text"])
     if args.write:
         print(f"popdyn reproduce: wrote the {args.name} section of {write_section(args.write, args.name, res['text'])}")
@@ -188,6 +188,8 @@ def _parser():
     rp.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
     rp.add_argument("--write", help="markdown file whose NAME section is replaced by the report")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
+    rp.add_argument("--no-run", action="store_true",
+                    help="compute nothing: report from the runs already in the store")
     rp.set_defaults(func=cmd_reproduce)
     sub.add_parser("check", help="run theorem checks: popdyn check NAME... | --all [--quick|--full]")
     return parser

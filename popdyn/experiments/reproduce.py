@@ -305,7 +305,7 @@ def _configs(name, seeds):
 
 
 def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int | None = None,
-              progress: bool = False) -> dict:
+              progress: bool = False, run: bool = True) -> dict:
     """Run (or read back) experiment ``name`` and compare it with the paper.
 
     Parameters
@@ -319,6 +319,9 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
         Result store (default ``./popdyn-reproduce``); finished runs are reused.
     workers : int, optional
         Processes of the local pool (default: the sweep's default).
+    run : bool
+        False: compute nothing, report from the runs already in the store (the others are
+        "not run"), e.g. for a look at a sweep that is still going.
 
     Returns
     -------
@@ -336,10 +339,15 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
     t0 = time.perf_counter()
     keys, computed, stored, nseeds = [], 0, 0, set()
     for cfg in _configs(name, seeds):
-        res = sweep(cfg, st, workers=workers, progress=progress)
-        keys += res["keys"]
-        computed += res["ran"]
-        stored += res["skipped"]
+        if run:
+            res = sweep(cfg, st, workers=workers, progress=progress)
+            keys += res["keys"]
+            computed += res["ran"]
+            stored += res["skipped"]
+        else:
+            ks = [k for k, _ in plan(cfg)]
+            keys += ks
+            stored += sum(1 for k in ks if st.has(k))
         for _, spec in plan(cfg):
             nseeds.add(spec["init"]["seed"])
     wall = time.perf_counter() - t0
@@ -359,13 +367,17 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
             extra[row] = qs
     full = _configs(name, None)
     full_n = sum(len(plan(c)) for c in full)
-    reduced = len(keys) < full_n
+    missing = sum(1 for k in keys if not st.has(k))
+    reduced = len(keys) < full_n or missing > 0
     seeds_text = (f"seeds {min(nseeds)}–{max(nseeds)} of every cohort" if len(nseeds) > 1
                   else f"seed {min(nseeds)}")
-    cmd = f"popdyn reproduce {name}" + (f" --seeds {seeds}" if seeds is not None else "")
+    cmd = (f"popdyn reproduce {name}" + (f" --seeds {seeds}" if seeds is not None else "")
+           + ("" if run else " --no-run"))
     info = {"command": cmd, "runs": len(keys), "full_runs": full_n, "reduced": reduced,
             "seeds_text": seeds_text + (f"; the full configuration has {full_n} runs"
-                                        if reduced else ""),
+                                        if reduced else "")
+                          + (f"; {missing} of them not run (reported from the store only)"
+                             if missing else ""),
             "wall": wall, "run_time": run_cpu, "computed": computed, "stored": stored, "workers": workers or "default",
             "store": str(st.root), "extra": extra}
     return {"cells": cells, "rows": rows, "info": info, "text": render(name, cells, info=info)}
