@@ -7,6 +7,7 @@
     popdyn ls --store DIR
     popdyn show --store DIR RUN
     popdyn check NAME... | --all [--quick|--full] | --list
+    popdyn reproduce NAME [--seeds N] [--store DIR] [--workers N] [--write FILE] [--no-run]
     popdyn --version
 """
 from __future__ import annotations
@@ -140,6 +141,18 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_reproduce(args) -> int:
+    """Run a paper configuration and print the paper's numbers beside ours, cell by cell."""
+    from .experiments.reproduce import reproduce, write_section
+
+    res = reproduce(args.name, seeds=args.seeds, store=args.store, workers=args.workers,
+                    progress=not args.quiet, run=not args.no_run)
+    sys.stdout.write(res["text"])
+    if args.write:
+        print(f"popdyn reproduce: wrote the {args.name} section of {write_section(args.write, args.name, res['text'])}")
+    return 0
+
+
 def _parser():
     from . import __version__
 
@@ -180,6 +193,18 @@ def _parser():
     sh.add_argument("--store", required=True)
     sh.add_argument("run", help="run key (or a unique prefix; see popdyn ls)")
     sh.set_defaults(func=cmd_show)
+    from .experiments.reproduce import EXPERIMENTS
+    rp = sub.add_parser("reproduce", help="run a seed-paper configuration and compare it with "
+                                          "the paper cell by cell")
+    rp.add_argument("name", choices=sorted(EXPERIMENTS), help="paper experiment")
+    rp.add_argument("--seeds", type=int, help="only the first N declared seeds (a reduced look)")
+    rp.add_argument("--store", help="result store directory (default: ./popdyn-reproduce)")
+    rp.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
+    rp.add_argument("--write", help="markdown file whose NAME section is replaced by the report")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
+    rp.add_argument("--no-run", action="store_true",
+                    help="compute nothing: report from the runs already in the store")
+    rp.set_defaults(func=cmd_reproduce)
     sub.add_parser("check", help="run theorem checks: popdyn check NAME... | --all [--quick|--full]")
     return parser
 

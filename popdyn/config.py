@@ -18,8 +18,10 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
     [student]   d, m, activation, negative_slope, bias, intercept, scaling
-                activation = "swiglu": d, m, intercept only   (SwiGLU student)
-    [init]      scale, seeds (list or {start, count}), fit_intercept
+                activation = "swiglu": d, m, intercept, clock only   (SwiGLU student;
+                clock = "standard" | "mean_field": popdyn.SwiGLUStudent)
+    [init]      scale, seeds (list or {start, count}), fit_intercept,
+                convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries)
     [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
                 eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode
                 (stopping rules: loss_target, max_updates, max_time, explode)
@@ -66,7 +68,7 @@ from .models import Student
 from .teachers import Teacher
 
 #: [student] keys of a SwiGLU student (``activation = "swiglu"``)
-SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept")
+SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock")
 #: teacher kinds and the keys that belong to one kind only
 TEACHER_KINDS = ("additive", "network", "gated")
 GATES = ("id", "gelu", "tanh", "relu", "rotation")
@@ -79,8 +81,8 @@ _SECTIONS = {
     "name": None,
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
-    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling"},
-    "init": {"scale", "seeds", "fit_intercept"},
+    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock"},
+    "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},
     "schedule": {"every", "early"},
@@ -213,13 +215,16 @@ def make_student(table: dict):
         extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
         if extra:
             raise ConfigError(
-                f"[student] activation = 'swiglu' takes only d, m and intercept; {extra} "
+                f"[student] activation = 'swiglu' takes only d, m, intercept and clock; {extra} "
                 "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
                 "(v_j·x) + c has no biases, no negative slope and standard scaling): remove "
                 + ("it" if len(extra) == 1 else "them"))
         from .swiglu import SwiGLUStudent
         t.pop("activation")
         return SwiGLUStudent(**t)
+    if "clock" in t:
+        raise ConfigError("[student] clock applies to SwiGLU students (activation = 'swiglu'); a "
+                          "relu-family student takes scaling = 'standard' | 'mean_field'")
     try:
         return Student(**t)
     except ValueError as exc:
@@ -394,6 +399,13 @@ def expand(cfg: dict) -> list:
         init.setdefault("fit_intercept", True)
         if not isinstance(init["fit_intercept"], bool):
             raise ConfigError(f"[init] fit_intercept must be true or false in {where}")
+        if "convention" in init:
+            from .models import INIT_CONVENTIONS
+            if init["convention"] not in INIT_CONVENTIONS:
+                close = difflib.get_close_matches(str(init["convention"]), INIT_CONVENTIONS, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"[init] convention must be one of {list(INIT_CONVENTIONS)} in "
+                                  f"{where}, got {init['convention']!r}.{hint}")
         sched = {**SCHEDULE_DEFAULTS, **sec["schedule"]}
         try:
             Schedule(every=sched["every"], early=tuple(sched["early"]))

@@ -12,6 +12,20 @@ from . import _validate as V
 from .activations import Activation, get_activation
 
 SCALINGS = ("standard", "mean_field")
+#: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
+#: ``entry`` -- every entry IID N(0, s²), so |w_j| ≈ s·√d (seed paper 003, abstract: "small IID
+#: Gaussian initialization"; docs/protocol.md)
+INIT_CONVENTIONS = ("norm", "entry")
+
+
+def init_width(convention: str, scale: float, d: int) -> float:
+    """Standard deviation of one first-layer entry under an initialization ``convention``.
+
+    ``"norm"``: scale/√d (rows of norm ≈ scale); ``"entry"``: scale (IID entries of scale s).
+    Raises ``ValueError`` naming ``convention`` and the valid choices for anything else.
+    """
+    V.choice("convention", convention, INIT_CONVENTIONS)
+    return scale / np.sqrt(d) if convention == "norm" else scale
 
 
 class ParamArrays:
@@ -150,12 +164,15 @@ class Student:
             raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
         return params
 
-    def init(self, seed: int, scale: float, teacher=None) -> Params:
+    def init(self, seed: int, scale: float, teacher=None, *, convention: str = "norm") -> Params:
         """Deterministic small Gaussian initialization.
 
         a_j ~ N(0, scale²), W_jk ~ N(0, scale²/d) (so |w_j| ≈ scale), b_j ~ N(0, scale²) if
         ``bias`` else 0, drawn in that order from ``numpy.random.default_rng(seed)`` (PCG64:
-        identical on every machine and run).  The intercept is 0, or -- when ``teacher`` is given
+        identical on every machine and run).  ``convention="entry"`` draws W_jk ~ N(0, scale²)
+        instead (every entry IID of scale s, |w_j| ≈ scale·√d: the seed paper's "small IID
+        Gaussian initialization", abstract, line 15); the draws are the same standard normals, so
+        the two conventions differ exactly by the factor √d on W.  The intercept is 0, or -- when ``teacher`` is given
         and the intercept is trainable -- fitted exactly, c = E[y] − s Σ_j a_j E[σ_j], so that the
         normalized loss starts at ≈ 1 (DESIGN §2).
         """
@@ -163,7 +180,7 @@ class Student:
         scale = V.real("scale", scale, positive=True)
         rng = np.random.default_rng(seed)
         a = rng.standard_normal(self.m) * scale
-        W = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
+        W = rng.standard_normal((self.m, self.d)) * init_width(convention, scale, self.d)
         b = rng.standard_normal(self.m) * scale
         if not self.bias:
             b = np.zeros(self.m)

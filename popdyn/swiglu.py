@@ -153,6 +153,10 @@ class SwiGLUParams(ParamArrays):
         return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:m + 2 * k].reshape(m, d), float(v[-1]))
 
 
+#: SwiGLU clocks (:class:`SwiGLUStudent` ``clock``)
+CLOCKS = ("standard", "mean_field")
+
+
 @dataclass(frozen=True)
 class SwiGLUStudent:
     """A SwiGLU student ``f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c`` on x ~ N(0, I_d).
@@ -164,6 +168,16 @@ class SwiGLUStudent:
     intercept : bool
         If True (default, as in the paper) the intercept is fitted exactly at every state
         visited by :func:`popdyn.train` and by ``init(..., teacher=...)``; if False, c ≡ 0.
+    clock : {"standard", "mean_field"}
+        ``"standard"`` (default): f = Σ_j a_j φ_j + c trained on the clock of the parameters.
+        ``"mean_field"``: the mean-field network f = (1/m) Σ_j ã_j φ_j + c on the mean-field
+        clock, whose parameter-space learning rates are m·Δt (seed paper 003, Figure 25,
+        lines 165-173: "Parameter-space learning rates are mΔt", "accumulated mean-field
+        time").  It is stored in the standard coordinates a = ã/m (the same function, so the
+        loss, AGOP, alignment and refits are those of f); :meth:`init` draws ã ~ N(0, s²) and
+        stores a = ã/m, and :func:`train` integrates on the clock t with rates m on (G, V) and
+        head_lr_mult/m on a (exactly the mean-field flow dã/dt = −m·head_lr_mult·∂L/∂ã,
+        dG/dt = −m ∂L/∂G) and reports t.  Note that ``same_budget`` refits then use ‖a‖ = ‖ã‖/m.
 
     Notes
     -----
@@ -179,12 +193,14 @@ class SwiGLUStudent:
     d: int
     m: int
     intercept: bool = True
+    clock: str = "standard"
 
     def __post_init__(self):
         V.positive_int("d", self.d)
         V.positive_int("m", self.m)
         if not isinstance(self.intercept, bool):
             raise TypeError(f"`intercept` must be a bool, got {self.intercept!r}")
+        V.choice("clock", self.clock, CLOCKS)
 
     activation = "swiglu"
     scaling = "standard"
@@ -210,19 +226,28 @@ class SwiGLUStudent:
             raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
         return params
 
-    def init(self, seed: int, scale: float, teacher=None) -> SwiGLUParams:
+    def init(self, seed: int, scale: float, teacher=None, *,
+             convention: str = "norm") -> SwiGLUParams:
         """Deterministic small Gaussian initialization.
 
         a_j ~ N(0, scale²), G_jk ~ N(0, scale²/d), V_jk ~ N(0, scale²/d) (so |g_j| ≈ |v_j| ≈
-        scale), drawn in that order from ``numpy.random.default_rng(seed)``.  The intercept is
-        0, or -- when ``teacher`` is given and ``intercept`` is True -- fitted exactly.
+        scale), drawn in that order from ``numpy.random.default_rng(seed)``.  With
+        ``convention="entry"`` every entry of G and V is N(0, scale²) instead (|g_j| ≈ scale·√d;
+        same draws, G and V larger by exactly √d).  With ``clock="mean_field"`` the stored head
+        is ã/m (ã ~ N(0, scale²) the mean-field head).  The intercept is 0, or -- when
+        ``teacher`` is given and ``intercept`` is True -- fitted exactly.
         """
+        from .models import init_width
+
         seed = V.nonneg_int("seed", seed)
         scale = V.real("scale", scale, positive=True)
+        w = init_width(convention, scale, self.d)
         rng = np.random.default_rng(seed)
         a = rng.standard_normal(self.m) * scale
-        G = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
-        Vv = rng.standard_normal((self.m, self.d)) * (scale / np.sqrt(self.d))
+        G = rng.standard_normal((self.m, self.d)) * w
+        Vv = rng.standard_normal((self.m, self.d)) * w
+        if self.clock == "mean_field":
+            a = a / self.m          # stored head a = ã/m of f = (1/m) Σ ã_j φ_j
         p = SwiGLUParams(a, G, Vv, 0.0)
         if teacher is not None and self.intercept:
             p = fit_intercept(self, p, teacher)
@@ -687,6 +712,13 @@ def train(student, params, teacher, *, method="flow", lr=0.05, head_lr_mult=1.0,
     from .dynamics import _Recorder, _integrate, _settings
 
     _check(student, params, teacher)
+    if student.clock == "mean_field":
+        return _train_mean_field(student, params, teacher, method=method, lr=lr,
+                                 head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
+                                 intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
+                                 h_min=h_min, h_max=h_max, max_updates=max_updates,
+                                 max_time=max_time, loss_target=loss_target, explode=explode,
+                                 schedule=schedule, recorder=recorder, rtol=rtol)
     cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
                     h_max, max_updates, max_time, loss_target, explode, schedule)
     ma = cfg["ma"]
@@ -707,6 +739,33 @@ def train(student, params, teacher, *, method="flow", lr=0.05, head_lr_mult=1.0,
                 wall_time=time.perf_counter() - t0)
     return SwiGLUTrajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses),
                             sn, st, arrays, status, p, VY, rec.records, info)
+
+
+def _train_mean_field(student, params, teacher, *, method, lr, head_lr_mult, h0, h_min, h_max,
+                      max_time, recorder, **kw):
+    """:func:`train` for ``clock="mean_field"``: the standard-coordinate flow on the clock
+    τ = m·t with head multiplier head_lr_mult/m² (dτ = m dt gives dG/dt = −m ∂L/∂G and, with
+    a = ã/m, dã/dt = −m·head_lr_mult·∂L/∂ã), every time given and reported on the mean-field
+    clock t = τ/m."""
+    from .dynamics import _settings
+
+    m = float(student.m)
+    # validate on the caller's clock first, so errors name the caller's values
+    _settings(method, lr, head_lr_mult, kw["bias_lr_mult"], kw["intercept_lr_mult"], kw["eps"],
+              h0, h_min, h_max, kw["max_updates"], max_time, kw["loss_target"], kw["explode"],
+              kw["schedule"])
+    rec = None
+    if recorder is not None:
+        def rec(st, p, T, *, n, t, loss):
+            return recorder(student, p, T, n=n, t=t / m, loss=loss)
+    tr = train(student.replace(clock="standard"), params, teacher, method=method, lr=lr * m,
+               head_lr_mult=head_lr_mult / (m * m), h0=h0 * m, h_min=h_min * m,
+               h_max=h_max * m, max_time=max_time * m, recorder=rec, **kw)
+    tr.t = tr.t / m
+    tr.snap_t = tr.snap_t / m
+    tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
+                   h_max=h_max, max_time=max_time)
+    return tr
 
 
 class SwiGLUTrajectory(Trajectory):

@@ -4,11 +4,14 @@
 * :func:`alignment` — A_top, A_min, A_mean and the eigengap of M against a teacher subspace;
 * :func:`refit_risk` — frozen-feature refit risks (unrestricted, same-budget, bounded, projected);
 * :func:`neuron_geometry`, :func:`snap_to_axes`, :func:`angle_histogram` — neuron angles;
+* :func:`fixed_ball_refits`, :func:`coefficient_form` — refits at several checkpoints in one
+  fixed coefficient ball (the paper's "unchanged coefficient budgets");
 * :func:`gate_geometry` — SwiGLU gate/value angles and thresholded gate–axis counts;
 * :func:`diagnose`, :func:`recorder`, :func:`series`, :func:`at_update`, :func:`checkpoints` —
   all of them at a checkpoint, recorded along a run.
 """
 from .agop import agop, agop_from_moments
+from .budget import coefficient_form, fixed_ball_refits
 from .alignment import Alignment, alignment
 from .gates import GateGeometry, gate_geometry
 from .geometry import (NeuronGeometry, angle_histogram, importance, neuron_geometry,
@@ -19,7 +22,7 @@ from .refit import (KINDS, Refit, RefitProblem, refit_problem, refit_risk, solve
 
 __all__ = [
     "Alignment", "Diagnostics", "GateGeometry", "gate_geometry", "KINDS", "NeuronGeometry", "Refit", "RefitProblem", "agop",
-    "agop_from_moments", "alignment", "angle_histogram", "at_update", "checkpoints", "diagnose",
+    "agop_from_moments", "alignment", "coefficient_form", "fixed_ball_refits", "angle_histogram", "at_update", "checkpoints", "diagnose",
     "importance", "neuron_geometry", "recorder", "refit_problem", "refit_risk", "series",
     "snap_to_axes", "solve_ball", "solve_cutoff", "teacher_frame",
 ]

@@ -74,8 +74,11 @@ def build(spec: dict):
     student = make_student(spec["student"])
     teacher = teacher_from_table(spec["teacher"], student.d)
     init = spec["init"]
+    # ``convention`` enters the spec (and the run key) only when a config gives it, so the
+    # keys of stored runs (the "norm" default) are unchanged
+    ikw = {"convention": init["convention"]} if "convention" in init else {}
     p0 = student.init(init["seed"], init["scale"],
-                      teacher if init.get("fit_intercept", True) else None)
+                      teacher if init.get("fit_intercept", True) else None, **ikw)
     sc = spec["schedule"]
     schedule = Schedule(every=int(sc["every"]), early=tuple(int(e) for e in sc["early"]))
     dg = spec["diagnostics"]

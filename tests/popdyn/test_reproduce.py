@@ -1,0 +1,266 @@
+"""The options behind the paper reproduction (docs/protocol.md) and `popdyn reproduce`.
+
+* initialization conventions: the default is bit-identical to the documented draws, "entry" is
+  exactly √d times the first layer, bad values name the argument;
+* the SwiGLU mean-field clock: one GD step against finite-difference gradients of the mean-field
+  loss (an independent computation of the rates m·Δt and head_lr_mult·m·Δt);
+* fixed-ball refits: the coefficient form keeps the predictor (Monte Carlo), the c′ = 0 risk
+  equals the loss engine's value at the returned head, a large ball equals the unrestricted
+  cutoff solve, a middle ball agrees with scipy's SLSQP;
+* the reproduce machinery: verdicts, comparison, the markdown section writer, and a tiny
+  end-to-end run through the CLI (a few seconds).
+"""
+import numpy as np
+import pytest
+
+import popdyn
+from popdyn import config as C
+from popdyn.diagnostics import coefficient_form, fixed_ball_refits, refit_risk
+from popdyn.experiments import reproduce as R
+from popdyn.models import Params
+from popdyn.swiglu import SwiGLUParams
+
+
+# ---------------------------------------------------------------- initialization conventions
+def test_init_default_is_the_documented_draw_bit_for_bit():
+    S = popdyn.Student(d=5, m=4)
+    p = S.init(3, 0.2)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(4) * 0.2
+    W = rng.standard_normal((4, 5)) * (0.2 / np.sqrt(5))
+    b = rng.standard_normal(4) * 0.2
+    assert np.array_equal(p.a, a) and np.array_equal(p.W, W) and np.array_equal(p.b, b)
+    q = S.init(3, 0.2, convention="norm")
+    assert np.array_equal(q.W, p.W)
+
+
+def test_init_entry_convention_scales_the_first_layer_by_sqrt_d():
+    S = popdyn.Student(d=9, m=3)
+    p, q = S.init(1, 0.1), S.init(1, 0.1, convention="entry")
+    assert np.array_equal(q.a, p.a) and np.array_equal(q.b, p.b)
+    rng = np.random.default_rng(1)
+    rng.standard_normal(3)
+    assert np.array_equal(q.W, rng.standard_normal((3, 9)) * 0.1)
+    Sg = popdyn.SwiGLUStudent(d=4, m=3)
+    g0, g1 = Sg.init(2, 0.1), Sg.init(2, 0.1, convention="entry")
+    np.testing.assert_allclose(g1.G, 2.0 * g0.G, rtol=1e-15)
+    np.testing.assert_allclose(g1.V, 2.0 * g0.V, rtol=1e-15)
+
+
+@pytest.mark.parametrize("make", [lambda: popdyn.Student(d=3, m=2),
+                                  lambda: popdyn.SwiGLUStudent(d=3, m=2)])
+def test_init_convention_rejects_unknown_values(make):
+    with pytest.raises(ValueError, match=r"`convention` must be one of \[.entry., .norm.\]"):
+        make().init(0, 0.1, convention="rows")
+
+
+_CFG = """
+[teacher]
+link = "h2"
+rank = 1
+[student]
+d = 3
+m = 2
+[init]
+scale = 0.1
+seeds = [0]
+"""
+
+
+def test_config_convention_validated_and_absent_from_the_spec_by_default():
+    runs = C.expand(C.loads(_CFG))
+    assert "convention" not in runs[0]["init"]           # stored run keys unchanged
+    runs = C.expand(C.loads(_CFG + 'convention = "entry"\n'))
+    assert runs[0]["init"]["convention"] == "entry"
+    with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry'\]"):
+        C.expand(C.loads(_CFG + 'convention = "entri"\n'))
+
+
+def test_clock_key_is_for_swiglu_students_only():
+    bad = _CFG.replace("m = 2", 'm = 2\nclock = "mean_field"')
+    with pytest.raises(C.ConfigError, match="clock applies to SwiGLU students"):
+        C.expand(C.loads(bad))
+    with pytest.raises(ValueError, match=r"`clock` must be one of"):
+        popdyn.SwiGLUStudent(d=3, m=2, clock="mf")
+
+
+# ---------------------------------------------------------------- SwiGLU mean-field clock
+def test_swiglu_mean_field_gd_step_against_finite_differences():
+    d, m, dt, head = 3, 3, 0.05, 0.3
+    T = popdyn.Teacher.additive("h3", np.eye(d)[:1])
+    S = popdyn.SwiGLUStudent(d, m, clock="mean_field")
+    S0 = popdyn.SwiGLUStudent(d, m)
+    p = S.init(4, 0.6, T)
+    at = p.a * m                                   # the mean-field head ã
+
+    def L(at_, G, Vv):                             # profiled loss of f = (1/m) Σ ã φ + c
+        q = popdyn.fit_intercept(S0, SwiGLUParams(at_ / m, G, Vv, 0.0), T)
+        return popdyn.population_loss(S0, q, T)
+
+    h = 1e-6
+    ga = np.array([(L(at + h * e, p.G, p.V) - L(at - h * e, p.G, p.V)) / (2 * h)
+                   for e in np.eye(m)])
+    E = np.zeros((m, d)); E[1, 0] = 1.0
+    gG = (L(at, p.G + h * E, p.V) - L(at, p.G - h * E, p.V)) / (2 * h)
+    tr = popdyn.train(S, p, T, method="gd", lr=dt, head_lr_mult=head, max_updates=1,
+                      schedule=popdyn.Schedule(every=1, early=()))
+    q = tr.final
+    # mean-field GD: ã ← ã − m·Δt·head·∂L/∂ã, G ← G − m·Δt·∂L/∂G; the clock advances by Δt
+    np.testing.assert_allclose(q.a * m, at - m * dt * head * ga, rtol=0, atol=1e-8)
+    assert abs(q.G[1, 0] - (p.G[1, 0] - m * dt * gG)) < 1e-8
+    assert tr.t[1] == pytest.approx(dt, rel=1e-15)
+
+
+# ---------------------------------------------------------------- fixed-ball refits
+def _state(scaling="mean_field", seed=0):
+    d, m = 4, 6
+    T = popdyn.Teacher.additive("silu", np.eye(d)[:2]).normalized()
+    S = popdyn.Student(d, m, scaling=scaling, intercept=False)
+    return S, S.init(seed, 0.7), T
+
+
+def test_coefficient_form_keeps_the_predictor():
+    S, p, T = _state()
+    S1, q = coefficient_form(S, p)
+    X = np.random.default_rng(0).standard_normal((500, S.d))
+    np.testing.assert_allclose(S1(q, X), S(p, X), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.hypot(np.linalg.norm(q.W, axis=1), q.b), 1.0, rtol=1e-14)
+
+
+def test_trained_head_budget_is_the_last_states_coefficient_norm():
+    S, p, T = _state()
+    p2 = S.init(5, 0.9)
+    r = fixed_ball_refits(S, [p, p2], T, budget="trained_head")
+    B = np.linalg.norm(coefficient_form(S, p2)[1].a)
+    assert r[0].budget == r[1].budget == pytest.approx(B, rel=1e-15)
+    # the last state's own coefficients are feasible: its refit is no worse than its own loss
+    own = 2 * popdyn.population_loss(popdyn.Student(S.d, S.m, scaling=S.scaling), p2, T)
+    assert r[1].risk <= own + 1e-12
+    assert fixed_ball_refits(S, [p], T, budget="teacher")[0].budget == pytest.approx(
+        np.linalg.norm(T.weights), rel=1e-15)
+
+
+def test_large_ball_equals_the_unrestricted_cutoff_solve():
+    S, p, T = _state()
+    big = fixed_ball_refits(S, [p], T, budget=1e6)[0]
+    un = refit_risk(S, p, T)                     # raw features, cutoff solve: another path
+    assert big.risk == pytest.approx(un.risk, rel=1e-8, abs=1e-10)
+
+
+def test_middle_ball_agrees_with_slsqp():
+    from scipy.optimize import minimize
+
+    from popdyn.diagnostics import refit_problem
+
+    S, p, T = _state()
+    S1, q = coefficient_form(S, p)
+    prob = refit_problem(S1, q, T)
+    B = 0.3 * np.linalg.norm(np.linalg.lstsq(prob.G, prob.g, rcond=None)[0])
+    ours = fixed_ball_refits(S, [p], T, budget=B)[0]
+    res = minimize(prob.risk, np.zeros(S.m), method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda a: B * B - a @ a}],
+                   options={"ftol": 1e-14, "maxiter": 500})
+    assert ours.risk == pytest.approx(res.fun, rel=1e-7)
+    assert ours.lower <= ours.risk + 1e-15
+
+
+def test_no_intercept_refit_against_the_loss_engine():
+    S, p, T = _state()
+    r = fixed_ball_refits(S, [p], T, budget=0.8, intercept=False)[0]
+    S1, q = coefficient_form(S, p)
+    S1 = S1.replace(intercept=False)
+    at_head = 2 * popdyn.population_loss(S1, Params(r.head, q.W, q.b, 0.0), T)
+    assert r.risk == pytest.approx(at_head, rel=1e-10)
+    assert r.intercept == 0.0
+    with_c = fixed_ball_refits(S, [p], T, budget=0.8, intercept=True)[0]
+    assert with_c.risk <= r.risk + 1e-12          # c′ = 0 is feasible for the intercept refit
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"budget": "head"}, ValueError, r"budget.*trained_head.*teacher"),
+    ({"budget": -1.0}, ValueError, "budget"),
+    ({"budget": True}, TypeError, "budget"),
+    ({"features": "unit"}, ValueError, r"`features` must be one of \[.coefficient., .raw.\]"),
+    ({"intercept": 1}, TypeError, "intercept"),
+])
+def test_fixed_ball_validation(kw, err, match):
+    S, p, T = _state()
+    with pytest.raises(err, match=match):
+        fixed_ball_refits(S, [p], T, **kw)
+
+
+def test_coefficient_features_need_a_homogeneous_relu_family_student():
+    T = popdyn.Teacher.additive("h2", np.eye(3)[:1])
+    S = popdyn.Student(3, 2, activation="tanh")
+    with pytest.raises(ValueError, match="positively homogeneous"):
+        fixed_ball_refits(S, [S.init(0, 0.5)], T, budget=1.0)
+    Sg = popdyn.SwiGLUStudent(3, 2)
+    with pytest.raises(ValueError, match="ReLU-family"):
+        fixed_ball_refits(Sg, [Sg.init(0, 0.5)], T, budget=1.0)
+
+
+# ---------------------------------------------------------------- reproduce
+def test_verdict_rule():
+    assert R.verdict(0.5, 0.49, 0.45, 0.499, 3) == "differs"
+    assert R.verdict(0.5, 0.49, 0.45, 0.4995, 3) == "matches"     # half a unit of 1e-3
+    assert R.verdict([0.2, 0.3], 0.1, 0.05, 0.15, 3) == "differs"
+    assert R.verdict([0.2, 0.3], 0.25, 0.0, 0.21, 3) == "matches"
+
+
+def test_compare_uses_the_paper_statistic_and_goals():
+    rows = {"Raw additive SiLU": [{"E": 128 + k, "dA_mean": 0.576, "dR": 0.0} for k in (-1, 0, 1)]}
+    cells = {(c["row"], c["quantity"]): c for c in R.compare("table2", rows)}
+    e = cells[("Raw additive SiLU", "E")]
+    assert e["ours"] == 128 and e["verdict"] == "matches" and e["goal"] == "met"
+    assert cells[("Raw additive SiLU", "dR")]["verdict"] == "differs"
+    assert cells[("Raw additive SiLU", "dR")]["goal"] == "missed"
+    assert cells[("Additive sine", "E")]["verdict"] == "not run"
+
+
+def test_paper_values_cite_lines_of_the_seed_text():
+    for name in R.EXPERIMENTS:
+        pv = R.paper_values(name)
+        assert pv["cells"]
+        for row in pv["cells"]:
+            for q, ref in row.items():
+                if q != "row":
+                    assert 15 <= ref["line"] <= 410 and "value" in ref and "digits" in ref
+
+
+def test_write_section_replaces_only_its_block(tmp_path):
+    f = tmp_path / "r.md"
+    f.write_text("# title\n\nhand-written reasons\n")
+    R.write_section(f, "table2", "first")
+    R.write_section(f, "table3", "other")
+    R.write_section(f, "table2", "second")
+    text = f.read_text()
+    assert "hand-written reasons" in text and "second" in text and "first" not in text
+    assert text.count("reproduce:table2 begin") == 1 and "other" in text
+
+
+def test_reproduce_end_to_end_reduced(tmp_path, monkeypatch, capsys):
+    """A tiny Table-2-shaped run (d = 6, m = 4, 40 updates, one seed per teacher) through the
+    CLI: every cell is reported, the run says it is reduced, the doc section is written."""
+    real = R._configs
+
+    def tiny(name, seeds):
+        cfgs = real(name, seeds)
+        for cfg in cfgs:
+            cfg["student"].update(d=6, m=4)
+            cfg["train"]["max_updates"] = 40
+            cfg["schedule"] = {"every": 20, "early": list(range(1, 40))}
+        return cfgs
+
+    monkeypatch.setattr(R, "_configs", tiny)
+    from popdyn.cli import main
+
+    doc = tmp_path / "repro.md"
+    rc = main(["reproduce", "table2", "--seeds", "1", "--store", str(tmp_path / "st"),
+               "--workers", "1", "--quiet", "--write", str(doc)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "**reduced**" in out and "runs: 4" in out
+    for row in ("Raw additive SiLU", "Centered additive SiLU", "Additive ReLU", "Additive sine"):
+        assert out.count(f"| {row} | ") == 6        # E, ΔA_min, ΔA_mean, ΔR (2 readings), L
+    assert "not run" not in out
+    assert "reproduce:table2 begin" in doc.read_text()
