@@ -27,11 +27,14 @@ field; every rounding and truncation accounted for):
    step is halved when the a-priori box is not found or the remainder exceeds 100·tol·scale.
 
 Crossing times (:func:`crossing_times`): for a section s with the time derivative
-ṡ = ∇s·f (the caller supplies both in Arb), a step has no crossing of s = 0 ("up") when
-s(B) < 0, or when ṡ(B) > 0 and s(x(t_k + h)) < 0.  In the first step where s(x(t_k + h)) > 0
-(with ṡ(B) > 0 certified: one simple crossing in that step) the crossing time is refined by the
-interval Newton operator N(T) = m − s(x(m))/ṡ(x(T)) on τ ∈ T ⊆ [0, h], x(T) the step's
-enclosure over T.  Any step where these tests cannot separate the crossing raises
+ṡ = ∇s·f (the caller supplies both in Arb), the step is cut into pieces T_i whose enclosures
+E_i = x(t_k + T_i) (the Taylor form evaluated on the interval T_i) are tested: no crossing in
+the step when s(B) < 0 or s(E_i) < 0 on every piece; from the first piece i0 with s(E_i) not
+certainly negative, ṡ(E_i) > 0 must hold on every later piece (else CertificationError), so s
+increases there, and the step has no crossing when s(x(t_k + h)) < 0, exactly one when
+s(x(t_k + h)) > 0.  That crossing is refined by the interval Newton operator
+N(T) = m − s(x(t_k + m))/ṡ(x(t_k + T)) on τ ∈ T ⊆ [T_{i0}, h] (by the mean value theorem N(T)
+contains the root), T ← T ∩ N(T) until the width stops shrinking.  Any step where these tests cannot separate the crossing raises
 :class:`~certify.CertificationError`.
 
 References
@@ -71,19 +74,25 @@ class VectorField:
         ``jac(x) -> list of lists``, the Jacobian Df(x) (row i: ∂f_i/∂x_j), same ring rules.
     dim : int
     name : str
+    fjac : callable or None
+        Optional ``fjac(x) -> (f(x), Df(x))`` sharing work between the two.
     """
 
     f: object
     jac: object
     dim: int
     name: str = ""
+    fjac: object = None
 
     def augmented(self, z):
         """F(z) = (f(x), Df(x)·V) for z = (x, vec(V)) (V row-major)."""
         n = self.dim
         x = z[:n]
-        fx = self.f(x)
-        J = self.jac(x)
+        if self.fjac is not None:
+            fx, J = self.fjac(x)
+        else:
+            fx = self.f(x)
+            J = self.jac(x)
         out = list(fx)
         for i in range(n):
             for j in range(n):
@@ -92,6 +101,13 @@ class VectorField:
                     s = s + J[i][k] * z[n + k * n + j]
                 out.append(s)
         return out
+
+
+_DEBUG = False
+
+
+class _SeriesFailure(ArithmeticError):
+    """The field could not be expanded on the box (e.g. a division by a ball containing 0)."""
 
 
 def _coef(s, k):
@@ -112,7 +128,10 @@ def taylor_coefficients(F, z0, order: int):
     co = [[arb(v)] for v in z0]
     for k in range(1, order + 1):
         zs = [arb_series(c, prec=k) for c in co]
-        fz = F(zs)
+        try:
+            fz = F(zs)
+        except (ZeroDivisionError, ValueError) as e:
+            raise _SeriesFailure(str(e)) from e
         for i in range(n):
             co[i].append(_coef(fz[i], k - 1) / k)
     return co
@@ -210,10 +229,11 @@ class Step:
         p = len(self.coef[0]) - 1
         tp = tau ** (p + 1)
         y = [_horner(self.coef[i], tau) + self.rem[i] * tp for i in range(n)]
+        tq = tau ** len(self.vcoef)
         J = arb_mat(n, n)
         for i in range(n):
             for j in range(n):
-                J[i, j] = _horner([vk[i, j] for vk in self.vcoef], tau) + self.vrem[i, j] * tp
+                J[i, j] = _horner([vk[i, j] for vk in self.vcoef], tau) + self.vrem[i, j] * tq
         C = J * self.Amat
         return [y[i] + sum((C[i, j] * self.r[j] for j in range(n)), arb(0)) for i in range(n)]
 
@@ -237,7 +257,8 @@ def _mat_to_list(M, n):
     return [[M[i, j] for j in range(n)] for i in range(n)]
 
 
-def _step(field_, x_hat, Amat, r, t0, *, order, tol, scale_floor, h_max, h_min):
+def _step(field_, x_hat, Amat, r, t0, *, order, vorder, tol, scale_floor, h_max, h_min,
+          vtol=1e-10):
     n = field_.dim
     F = field_.augmented
     X0 = [x_hat[i] + sum((Amat[i, j] * r[j] for j in range(n)), arb(0)) for i in range(n)]
@@ -256,7 +277,7 @@ def _step(field_, x_hat, Amat, r, t0, *, order, tol, scale_floor, h_max, h_min):
     h = math.ldexp(math.floor(mexp[0] * 2 ** 20) / 2 ** 20, mexp[1])
     eye = [arb(1) if i == j else arb(0) for i in range(n) for j in range(n)]
     Z0 = X0 + eye
-    cz = taylor_coefficients(F, Z0, order)
+    cz = taylor_coefficients(F, Z0, vorder)
     for _attempt in range(40):
         if h < h_min:
             raise CertificationError(f"validated step size fell below {h_min:g} at t ≈ {A.mid(t0):.6g}",
@@ -265,23 +286,45 @@ def _step(field_, x_hat, Amat, r, t0, *, order, tol, scale_floor, h_max, h_min):
         if B is None:
             h *= 0.5
             continue
-        cb = taylor_coefficients(F, B, order + 1)
+        try:
+            cbx = taylor_coefficients(field_.f, B[:n], order + 1)
+        except _SeriesFailure:
+            h *= 0.5
+            continue
         hp = arb(h) ** (order + 1)
         ok = True
         for i in range(n):
             sc = max(abs(A.mid(x_hat[i])), scale_floor[i])
-            if A.upper(abs(cb[i][order + 1] * hp)) > 100 * tol * sc:
+            if A.upper(abs(cbx[i][order + 1] * hp)) > 100 * tol * sc:
                 ok = False
         if not ok:
+            h *= 0.5
+            continue
+        try:
+            cbz = taylor_coefficients(F, B, vorder + 1)
+        except _SeriesFailure:
+            h *= 0.5
+            continue
+        # the Jacobian's remainder, in the scaled coordinates x_i / scale_i, must stay below
+        # vtol: it multiplies the deviation box r and so sets its growth per step
+        hq = arb(h) ** (vorder + 1)
+        worst = 0.0
+        for i in range(n):
+            si = max(abs(A.mid(x_hat[i])), scale_floor[i])
+            for j in range(n):
+                sj = max(abs(A.mid(x_hat[j])), scale_floor[j])
+                w = A.upper(abs(cbz[n + i * n + j][vorder + 1] * hq)) * sj / si
+                worst = max(worst, w if w == w else math.inf)
+        if worst > vtol:
             h *= 0.5
             continue
         break
     else:
         raise CertificationError("no validated step found", hint="a smaller tolerance")
     coef = [c[: order + 1] for c in cx]
-    rem = [cb[i][order + 1] for i in range(n)]
+    rem = [cbx[i][order + 1] for i in range(n)]
     vcoef = []
-    for k in range(order + 1):
+    for k in range(vorder + 1):
         M = arb_mat(n, n)
         for i in range(n):
             for j in range(n):
@@ -290,16 +333,17 @@ def _step(field_, x_hat, Amat, r, t0, *, order, tol, scale_floor, h_max, h_min):
     vrem = arb_mat(n, n)
     for i in range(n):
         for j in range(n):
-            vrem[i, j] = cb[n + i * n + j][order + 1]
+            vrem[i, j] = cbz[n + i * n + j][vorder + 1]
     st = Step(t0, h, x_hat, Amat, r, X0, B[:n], coef, rem, vcoef, vrem)
     # propagate to t0 + h
     harb = arb(h)
     hp = harb ** (order + 1)
     y = [_horner(coef[i], harb) + rem[i] * hp for i in range(n)]
+    hq = harb ** len(vcoef)
     J = arb_mat(n, n)
     for i in range(n):
         for j in range(n):
-            J[i, j] = _horner([vk[i, j] for vk in vcoef], harb) + vrem[i, j] * hp
+            J[i, j] = _horner([vk[i, j] for vk in vcoef], harb) + vrem[i, j] * hq
     C = J * Amat
     # Lohner QR frame: columns sorted by their contribution C[:, j]·rad(r_j)
     Cm = np.array([[A.mid(C[i, j]) for j in range(n)] for i in range(n)])
@@ -336,14 +380,16 @@ def _start(x0, n):
     return x_hat, Amat, r
 
 
-def _steps(field_, x0, *, order, tol, scale_floor, h_max, h_min, max_steps):
+def _steps(field_, x0, *, order, vorder, tol, scale_floor, h_max, h_min, max_steps):
     n = field_.dim
     x_hat, Amat, r = _start(x0, n)
     t0 = arb(0)
     for _ in range(max_steps):
-        st, x_hat, Amat, r = _step(field_, x_hat, Amat, r, t0, order=order, tol=tol,
+        st, x_hat, Amat, r = _step(field_, x_hat, Amat, r, t0, order=order, vorder=vorder, tol=tol,
                                    scale_floor=scale_floor, h_max=h_max, h_min=h_min)
         yield st
+        if _DEBUG:
+            print(A.mid(t0), st.h, [A.mid(v) for v in st.x_end], [float(v.rad()) for v in st.x_end])
         t0 = t0 + st.h
     raise CertificationError(f"more than {max_steps} validated steps", hint="a larger max_steps")
 
@@ -364,7 +410,7 @@ def _opts(field_, order, tol, scale_floor, prec):
     return order, tol, sf, A.check_prec(prec)
 
 
-def integrate(field_, x0, t_end: float, *, order: int = 20, tol: float = 1e-18,
+def integrate(field_, x0, t_end: float, *, order: int = 20, vorder: int = 12, tol: float = 1e-18,
               scale_floor=None, prec: int = 128, h_max: float = math.inf,
               h_min: float = 1e-12, max_steps: int = 100000) -> Flow:
     """Validated enclosure of the flow of ``field_`` from the set ``x0`` over [0, ≥ t_end].
@@ -392,12 +438,15 @@ def integrate(field_, x0, t_end: float, *, order: int = 20, tol: float = 1e-18,
         ``steps[k].enclose(τ)`` encloses x(t_k + τ) for τ ∈ [0, h_k] (rigorous).
     """
     order, tol, sf, prec = _opts(field_, order, tol, scale_floor, prec)
+    vorder = int(vorder)
+    if not 1 <= vorder <= order:
+        raise ValueError(f"`vorder` must be in [1, order], got {vorder}")
     steps = []
     with A.workprec(prec):
         old_cap = ctx.cap
         ctx.cap = max(old_cap, order + 4)
         try:
-            for st in _steps(field_, x0, order=order, tol=tol, scale_floor=sf, h_max=h_max,
+            for st in _steps(field_, x0, order=order, vorder=vorder, tol=tol, scale_floor=sf, h_max=h_max,
                              h_min=h_min, max_steps=max_steps):
                 steps.append(st)
                 if (st.t0 + st.h) >= t_end:
@@ -485,7 +534,8 @@ def _newton(st, spec, tau_lo, rate_hull):
     return T
 
 
-def crossing_times(field_, x0, specs, *, t_max: float, order: int = 20, tol: float = 1e-18,
+def crossing_times(field_, x0, specs, *, t_max: float, order: int = 20, vorder: int = 12,
+                   tol: float = 1e-18,
                    scale_floor=None, prec: int = 128, h_max: float = math.inf,
                    h_min: float = 1e-12, max_steps: int = 100000, n_pieces: int = 8):
     """Rigorous brackets of the first times t with s_j(x(t)) ≥ 0 for each section.
@@ -514,6 +564,9 @@ def crossing_times(field_, x0, specs, *, t_max: float, order: int = 20, tol: flo
         s straddling 0).
     """
     order, tol, sf, prec = _opts(field_, order, tol, scale_floor, prec)
+    vorder = int(vorder)
+    if not 1 <= vorder <= order:
+        raise ValueError(f"`vorder` must be in [1, order], got {vorder}")
     specs = list(specs)
     if not specs or not all(isinstance(s, CrossingSpec) for s in specs):
         raise TypeError("`specs` must be a non-empty sequence of CrossingSpec")
@@ -534,7 +587,7 @@ def crossing_times(field_, x0, specs, *, t_max: float, order: int = 20, tol: flo
                                              hint="a start off the section")
             pending = [j for j in range(len(specs)) if out[j] is None]
             if pending:
-                for st in _steps(field_, xs, order=order, tol=tol, scale_floor=sf, h_max=h_max,
+                for st in _steps(field_, xs, order=order, vorder=vorder, tol=tol, scale_floor=sf, h_max=h_max,
                                  h_min=h_min, max_steps=max_steps):
                     steps.append(st)
                     pieces = None
