@@ -88,3 +88,30 @@ def test_rigorous_times_in_the_quick_regimes_and_both_gauges():
         ref = _ref_time(1e-5, ratio, 1 / np.sqrt(10), 0.5)
         assert bs[1].lo <= ref <= bs[1].hi
         assert bs[1].hi - bs[1].lo <= 1e-8 * bs[1].lo
+
+
+def test_rigorous_sweep_provenance_and_fallback():
+    from popdyn.gauge import gauge_sweep
+
+    rig = gauge_sweep("ratio", [2.0, 4.0], c0=1.0, d=10, thresholds=(0.5,), method="rigorous")
+    num = gauge_sweep("ratio", [2.0, 4.0], c0=1.0, d=10, thresholds=(0.5,))
+    for p, q in zip(rig.points[0], num.points[0]):
+        for b in (p.t_fav, p.t_opp, p.ratio):
+            assert b.provenance == "rigorous"
+        # the numerical bracket (tolerance refinement) is consistent with the enclosure
+        assert q.t_fav.lo <= p.t_fav.hi and p.t_fav.lo <= q.t_fav.hi
+        assert q.t_opp.lo <= p.t_opp.hi and p.t_opp.lo <= q.t_opp.hi
+    s = rig.slopes[0][0]
+    assert s.provenance == "rigorous" and s.hi - s.lo < 1e-10
+    # the slope bracket encloses the secant slope of every pair of times in the brackets
+    a, b = rig.points[0]
+    for T2 in (a.ratio.lo, a.ratio.hi):
+        for T4 in (b.ratio.lo, b.ratio.hi):
+            sl = float(mp.log(mp.mpf(T4) / mp.mpf(T2)) / mp.log(2))
+            assert s.lo <= sl <= s.hi
+    # past the step budget: numerical fallback, tagged numerical, the reason recorded
+    fb = gauge_sweep("ratio", [2.0, 4.0], c0=1.0, d=10, thresholds=(0.5,), method="rigorous",
+                     max_steps=3)
+    p = fb.points[0][1]
+    assert p.t_opp.provenance == "numerical" and "fallback" in p.t_opp.method
+    assert fb.slopes[0][0].provenance == "numerical"
