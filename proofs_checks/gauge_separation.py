@@ -147,15 +147,28 @@ def check(*, ds, thresholds, tail, regimes, reduction_states, engine, gd, seed, 
     else:
         results, t_rig = num_results, 0.0
     parts = []
-    side = [f"exponent brackets, rigorous (validated integration, {t_rig:.1f} s) vs numerical "
+    side = ["(the exponent bracket is the hull over sweeps (d, threshold, c0): its width is the "
+            "spread of the local slopes, not the enclosure width)",
+            f"exponent brackets, rigorous (validated integration, {t_rig:.1f} s) vs numerical "
             f"(tolerance refinement, {t_num:.1f} s):"]
     for r, rn in zip(results, num_results):
         e = r.exponent
         reg = r.regime
         en = rn.exponent
+        def _widest(res):
+            ws = [sl.hi - sl.lo for sw in res.sweeps for row in sw.slopes for sl in row[-tail:]]
+            return max(ws) if ws else float("nan")
+
+        def _tw(res):
+            return max((b.hi - b.lo) / b.lo for sw in res.sweeps for row in sw.points
+                       for p in row for b in (p.t_fav, p.t_opp) if b.lo > 0 and b.finite)
+
         side.append(f"  {reg.name:<24} {method:>9}: [{e.lo:.9f}, {e.hi:.9f}] width {e.hi - e.lo:.3g} "
                     f"({e.provenance});  numerical: [{en.lo:.9f}, {en.hi:.9f}] width "
                     f"{en.hi - en.lo:.3g}")
+        side.append(f"  {'':<24} widest tail local slope: {method} {_widest(r):.3g}, numerical "
+                    f"{_widest(rn):.3g}; widest relative time bracket: {method} {_tw(r):.3g}, "
+                    f"numerical {_tw(rn):.3g}")
         points = []
         for sw, swn in zip(r.sweeps, rn.sweeps):
             for k, tau in enumerate(sw.thresholds):
