@@ -148,7 +148,9 @@ def _json_default(o):
 
 
 def _fmt_settings(s: dict) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in s.items())
+    # long per-point data lists (e.g. gauge_separation's "points") are summarized; --json has them
+    return ", ".join(f"{k}=<{len(v)} entries, see --json>" if isinstance(v, list) and len(v) > 12
+                     else f"{k}={v!r}" for k, v in s.items())
 
 
 def decide(kind: str, lo: float, hi: float, constant: float, tol: float | None = None):

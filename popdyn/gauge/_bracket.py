@@ -1,8 +1,10 @@
 """A small numerical bracket type for timescales and exponents (DESIGN §6, "Timescales").
 
-Until ``certify`` provides its ``Bracket``, timescales measured here are returned as
-:class:`NumericalBracket` — always tagged ``provenance="numerical"`` (grid bracketing widened by
-step / tolerance refinement), never presented as rigorous.
+Timescales measured here are :class:`NumericalBracket` objects tagged ``provenance="numerical"``
+(grid bracketing widened by step / tolerance refinement), except the validated-integration
+times of :mod:`popdyn.gauge._rigorous`, tagged ``"rigorous"``.  Ratios and slopes of rigorous
+brackets are computed in Arb with outward rounding and stay rigorous; any numerical input makes
+the result numerical.
 """
 from __future__ import annotations
 
@@ -48,17 +50,52 @@ class NumericalBracket:
                 "provenance": self.provenance}
 
 
+def _rigorous(*bs) -> bool:
+    return all(b.provenance == "rigorous" for b in bs)
+
+
+def _outward(lo_ball, hi_ball, est):
+    """Float endpoints rounded outward from Arb balls, the estimate clamped inside."""
+    from certify import _arb as A
+
+    lo, hi = A.lower(lo_ball), A.upper(hi_ball)
+    return lo, hi, float(min(max(est, lo), hi))
+
+
 def ratio_bracket(num: NumericalBracket, den: NumericalBracket, method: str = "ratio") -> NumericalBracket:
-    """Bracket of num/den for positive brackets (interval division)."""
+    """Bracket of num/den for positive brackets (interval division).
+
+    When both inputs are ``rigorous`` the endpoints are computed in Arb and rounded outward,
+    and the result is ``rigorous``; otherwise float division, ``numerical``.
+    """
     if not (num.lo > 0 and den.lo > 0):
         raise ValueError("ratio_bracket needs positive brackets")
-    return NumericalBracket(num.lo / den.hi, num.hi / den.lo, num.estimate / den.estimate, method)
+    est = num.estimate / den.estimate
+    if _rigorous(num, den) and num.finite and den.finite:
+        from flint import arb
+        from certify import _arb as A
+
+        with A.workprec(128):
+            lo, hi, est = _outward(arb(num.lo) / arb(den.hi), arb(num.hi) / arb(den.lo), est)
+        return NumericalBracket(lo, hi, est, method, provenance="rigorous")
+    return NumericalBracket(num.lo / den.hi, num.hi / den.lo, est, method)
 
 
 def slope_bracket(x0: float, x1: float, y0: NumericalBracket, y1: NumericalBracket) -> NumericalBracket:
     """Bracket of the local log-log slope log(y1/y0)/log(x1/x0) for x1 > x0 > 0."""
     if not (x1 > x0 > 0):
         raise ValueError("slope_bracket needs 0 < x0 < x1")
+    if _rigorous(y0, y1) and y0.finite and y1.finite and y0.lo > 0 and y1.lo > 0:
+        from flint import arb
+        from certify import _arb as A
+
+        with A.workprec(128):
+            dla = (arb(x1) / arb(x0)).log()
+            est = (np.log(y1.estimate) - np.log(y0.estimate)) / np.log(x1 / x0)
+            lo, hi, est = _outward((arb(y1.lo).log() - arb(y0.hi).log()) / dla,
+                                   (arb(y1.hi).log() - arb(y0.lo).log()) / dla, est)
+        return NumericalBracket(lo, hi, est, "local log-log slope from the two brackets (Arb)",
+                                provenance="rigorous")
     dl = np.log(x1 / x0)
     return NumericalBracket((np.log(y1.lo) - np.log(y0.hi)) / dl,
                             (np.log(y1.hi) - np.log(y0.lo)) / dl,
@@ -74,4 +111,5 @@ def hull(brackets, method: str = "hull") -> NumericalBracket:
     lo = min(b.lo for b in bs)
     hi = max(b.hi for b in bs)
     est = float(np.clip(np.median([b.estimate for b in bs]), lo, hi))
-    return NumericalBracket(lo, hi, est, method)
+    return NumericalBracket(lo, hi, est, method,
+                            provenance="rigorous" if _rigorous(*bs) else "numerical")

@@ -32,8 +32,13 @@ from ._bracket import NumericalBracket, hull, ratio_bracket, slope_bracket
 from ._reduced import RTOLS, check_thresholds, reduced_specialization_times
 
 PARAMETRIZATIONS = ("scaling", "ratio")
+METHODS = ("rigorous", "numerical")
+#: per-integration budget of validated steps of the rigorous method; past it (the stiff
+#: opposite gauges: ċ relaxes at rate ≈ S/2 while φ moves at rate ρ, so an explicit Taylor
+#: method needs ~ S·T steps) the point falls back to the numerical bracket, tagged numerical
+MAX_STEPS = 4000
 
-__all__ = ["PARAMETRIZATIONS", "SweepPoint", "Sweep", "gauge_sweep", "Regime", "REGIMES",
+__all__ = ["PARAMETRIZATIONS", "METHODS", "MAX_STEPS", "SweepPoint", "Sweep", "gauge_sweep", "Regime", "REGIMES",
            "RegimeResult", "regime_table", "format_regime_table"]
 
 
@@ -91,17 +96,45 @@ class Sweep:
 _CACHE: dict = {}
 
 
-def _times(c0, ratio, cos0, thr, rtols):
-    key = (float(c0), float(ratio), float(cos0), tuple(float(t) for t in thr), tuple(rtols))
+def _times(c0, ratio, cos0, thr, rtols, method="numerical", max_steps=MAX_STEPS):
+    key = (float(c0), float(ratio), float(cos0), tuple(float(t) for t in thr), tuple(rtols),
+           method, int(max_steps))
     if key not in _CACHE:
         if len(_CACHE) > 4096:
             _CACHE.clear()
-        _CACHE[key] = reduced_specialization_times(c0, ratio, cos0, thr, rtols=rtols)
+        if method == "rigorous":
+            from certify import CertificationError
+
+            from ._rigorous import rigorous_specialization_times
+            from ._reduced import ratio_start
+
+            num, nf = _times(c0, ratio, cos0, thr, rtols, "numerical")
+            # cost model of the explicit validated method: about |Δ|·T steps (the stiff rate
+            # S/2 ≥ |Δ|/2 of ċ times the horizon; measured 0.85 S·T at a/|w| = 1/80)
+            T_last = max((b.hi for b in num if np.isfinite(b.hi)), default=np.inf)
+            predicted = abs(ratio_start(c0, ratio)[2]) * T_last
+            why = None
+            if not predicted <= max_steps:
+                why = (f"rigorous enclosure skipped: about {predicted:.3g} validated steps "
+                       f"predicted (|Δ|·T, stiff) > budget {max_steps}")
+            else:
+                try:
+                    _CACHE[key] = rigorous_specialization_times(c0, ratio, cos0, thr,
+                                                                max_steps=max_steps)
+                except CertificationError as exc:
+                    why = f"rigorous enclosure not obtained ({exc})"
+            if why is not None:
+                _CACHE[key] = ([NumericalBracket(b.lo, b.hi, b.estimate,
+                                                 f"{b.method}; {why}; numerical fallback")
+                                for b in num], nf)
+        else:
+            _CACHE[key] = reduced_specialization_times(c0, ratio, cos0, thr, rtols=rtols)
     return _CACHE[key]
 
 
 def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(0.5, 0.9),
-                cos0: float | None = None, rtols=RTOLS) -> Sweep:
+                cos0: float | None = None, rtols=RTOLS, method: str = "numerical",
+                max_steps: int = MAX_STEPS) -> Sweep:
     """Specialization times of opposite gauges over a sweep of gauge values.
 
     Parameters
@@ -120,6 +153,11 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
     rtols : sequence of float
         Integration tolerances of the refinement rule (see
         :func:`popdyn.gauge.reduced_specialization_times`).
+    method : {"numerical", "rigorous"}
+        "rigorous": validated Taylor integration (:func:`popdyn.gauge.rigorous_specialization_times`,
+        brackets tagged ``rigorous``; ratios and slopes in Arb), falling back per gauge point to
+        the numerical bracket (tagged ``numerical``, the reason in its ``method``) when the
+        enclosure fails or needs more than ``max_steps`` validated steps.
 
     Returns
     -------
@@ -141,12 +179,14 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
     cos0 = 1.0 / np.sqrt(d) if cos0 is None else V.real("cos0", cos0)
     thr = check_thresholds(thresholds)
     rtols = tuple(float(r) for r in rtols)
+    V.choice("method", method, METHODS)
+    max_steps = V.positive_int("max_steps", max_steps)
     per = [[] for _ in thr]
     nfev = 0
     for gi in g:
         D = _ratio_of(parametrization, gi)
-        fav, n1 = _times(c0, D, cos0, thr, rtols)
-        opp, n2 = _times(c0, 1.0 / D, cos0, thr, rtols)
+        fav, n1 = _times(c0, D, cos0, thr, rtols, method, max_steps)
+        opp, n2 = _times(c0, 1.0 / D, cos0, thr, rtols, method, max_steps)
         nfev += n1 + n2
         for k, tau in enumerate(thr):
             if fav[k].lo > 0 and opp[k].lo > 0 and fav[k].finite and opp[k].finite:
@@ -222,7 +262,7 @@ class RegimeResult:
 
 
 def regime_table(settings: dict, *, ds=(10, 100), thresholds=(0.5, 0.9), tail: int = 2,
-                 rtols=RTOLS) -> list:
+                 rtols=RTOLS, method: str = "numerical", max_steps: int = MAX_STEPS) -> list:
     """Run the declared regimes and collect their exponent brackets.
 
     Parameters
@@ -235,6 +275,8 @@ def regime_table(settings: dict, *, ds=(10, 100), thresholds=(0.5, 0.9), tail: i
     thresholds : sequence of float in (0, 1)
     tail : int
         Number of trailing local slopes per sweep entering the exponent bracket.
+    method, max_steps
+        See :func:`gauge_sweep`.
 
     Returns
     -------
@@ -260,7 +302,7 @@ def regime_table(settings: dict, *, ds=(10, 100), thresholds=(0.5, 0.9), tail: i
                                  f"got {len(gauges)}")
             for d in ds:
                 sw = gauge_sweep(reg.parametrization, gauges, c0=c0, d=d, thresholds=thresholds,
-                                 rtols=rtols)
+                                 rtols=rtols, method=method, max_steps=max_steps)
                 sweeps.append(sw)
                 for k in range(len(sw.thresholds)):
                     tails.extend(sw.slopes[k][-tail:])

@@ -1,0 +1,145 @@
+r"""Rigorous specialization times of the exact reduced single-neuron flow (issue 20).
+
+The reduced (c, φ) flow of :mod:`popdyn.gauge._reduced` (DESIGN §7; gauge seed paper, third
+abstract of seeds/000_785eb18d2f81c56d.txt), with Δ = a² − |w|² = c0 (D − 1/D) conserved,
+
+    ċ = −S (c/2 − k(φ)),      φ̇ = ρ k'(φ),
+    S = sqrt(Δ² + 4c²),   ρ = (S + Δ)/(2c) = 2c/(S − Δ),
+    k(φ) = (sin φ + (π − φ) cos φ)/(2π),   k'(φ) = −(π − φ) sin φ/(2π),
+
+is integrated by the validated Taylor integrator :mod:`certify.ode`.  Its Jacobian, needed for
+the mean-value (Lohner) propagation, is
+
+    ∂ċ/∂c = −(4c/S)(c/2 − k) − S/2,   ∂ċ/∂φ = S k'(φ),
+    ∂φ̇/∂c = ρ'(c) k'(φ),   ρ' = −Δ ρ²/(c² (ρ² + 1))   (from ρ − 1/ρ = Δ/c),
+    ∂φ̇/∂φ = ρ k''(φ),      k''(φ) = (sin φ − (π − φ) cos φ)/(2π).
+
+The specialization time for threshold τ is the first t with cos φ(t) ≥ τ: the section
+s = cos φ − τ with rate ṡ = −sin φ · φ̇ = sin φ · ρ (π − φ) sin φ/(2π) > 0 on 0 < φ < π.
+
+The problem is the exact one for the float inputs (c0, D, cos0 as their binary values):
+Δ = c0 (D − 1/D) and φ0 = arccos(cos0) are enclosed in Arb, not rounded.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from flint import arb
+
+from .. import _validate as V
+from ._bracket import NumericalBracket
+from ._reduced import check_thresholds
+
+__all__ = ["reduced_field", "rigorous_specialization_times"]
+
+
+def reduced_field(Delta):
+    """The :class:`certify.ode.VectorField` of the reduced (c, φ) flow for conserved ``Delta``
+    (an ``arb`` or a float, meaning its exact value)."""
+    from certify.ode import VectorField
+
+    D = arb(Delta)
+    neg = bool(D < 0)
+    if not (neg or D >= 0):
+        raise ValueError("the sign of Delta must be decidable")
+
+    pi = arb.pi()
+    tp = 2 * pi
+
+    def f(x):
+        c, ph = x
+        S = (D * D + 4 * c * c).sqrt()
+        rho = 2 * c / (S - D) if neg else (S + D) / (2 * c)
+        sn, cs = ph.sin_cos()
+        pm = pi - ph
+        k = (sn + pm * cs) / tp
+        return [-S * (c / 2 - k), -(rho * pm * sn) / tp]
+
+    def fjac(x):
+        c, ph = x
+        S = (D * D + 4 * c * c).sqrt()
+        rho = 2 * c / (S - D) if neg else (S + D) / (2 * c)
+        sn, cs = ph.sin_cos()
+        pm = pi - ph
+        pmc = pm * cs
+        k = (sn + pmc) / tp
+        kp = -(pm * sn) / tp
+        g = c / 2 - k
+        kpp = (sn - pmc) / tp
+        r2 = rho * rho
+        drho = -D * r2 / (c * c * (r2 + 1))
+        return ([-S * g, rho * kp],
+                [[-(4 * c / S) * g - S / 2, S * kp], [drho * kp, rho * kpp]])
+
+    def jac(x):
+        return fjac(x)[1]
+
+    return VectorField(f, jac, 2, "reduced single-neuron (c, φ) flow", fjac=fjac)
+
+
+def _spec(field_, tau):
+    from certify.ode import CrossingSpec
+
+    t = arb(float(tau))
+
+    def section(x):
+        return x[1].cos() - t
+
+    def rate(x):
+        return -x[1].sin() * field_.f(x)[1]
+
+    return CrossingSpec(section, rate, f"cos φ ≥ {tau:g}")
+
+
+def rigorous_specialization_times(c0: float, ratio: float, cos0: float, thresholds, *,
+                                  t_max: float = 1e8, prec: int = 128, order: int = 20,
+                                  tol: float = 1e-16, max_steps: int = 100000):
+    """Rigorous brackets of the specialization times of the reduced single-neuron flow.
+
+    Parameters
+    ----------
+    c0, ratio, cos0 : float
+        Initial coefficient a|w| > 0, gauge ratio a/|w| > 0, initial cosine in (−1, 1) (exact
+        binary values).
+    thresholds : sequence of float in (0, 1)
+    t_max : float
+        Horizon (a threshold not reached gives [t_end, inf), rigorous).
+    prec, order, tol, max_steps
+        Arb precision, Taylor order, local error target and step budget of
+        :func:`certify.ode.crossing_times` (CertificationError past the budget).
+
+    Returns
+    -------
+    (list of NumericalBracket with provenance "rigorous", one per sorted threshold; the number
+    of validated steps)
+
+    Raises
+    ------
+    certify.CertificationError
+        When the validated enclosures cannot separate a crossing.
+    """
+    from certify import _arb as A
+    from certify.ode import crossing_times
+
+    c0 = V.real("c0", c0, positive=True)
+    ratio = V.real("ratio", ratio, positive=True)
+    cos0 = V.real("cos0", cos0)
+    if not -1.0 < cos0 < 1.0:
+        raise ValueError(f"`cos0` must lie in (-1, 1), got {cos0!r}")
+    thr = check_thresholds(thresholds)
+    with A.workprec(prec):
+        Delta = arb(c0) * (arb(ratio) - 1 / arb(ratio))
+        field_ = reduced_field(Delta)
+        phi0 = arb(cos0).acos()
+        specs = [_spec(field_, t) for t in thr]
+        brs, flow = crossing_times(field_, [arb(c0), phi0], specs, t_max=t_max, order=order,
+                                   tol=tol, scale_floor=[c0 / 2, 1.0], prec=prec,
+                                   max_steps=max_steps)
+    out = []
+    for b in brs:
+        est = 0.5 * (b.lo + b.hi) if math.isfinite(b.hi) else b.lo
+        est = min(max(est, b.lo), b.hi)
+        out.append(NumericalBracket(b.lo, b.hi, est, "validated Taylor integration (certify.ode)",
+                                    provenance="rigorous"))
+    return out, len(flow.steps)
