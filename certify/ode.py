@@ -103,9 +103,6 @@ class VectorField:
         return out
 
 
-_DEBUG = False
-
-
 class _SeriesFailure(ArithmeticError):
     """The field could not be expanded on the box (e.g. a division by a ball containing 0)."""
 
@@ -388,8 +385,6 @@ def _steps(field_, x0, *, order, vorder, tol, scale_floor, h_max, h_min, max_ste
         st, x_hat, Amat, r = _step(field_, x_hat, Amat, r, t0, order=order, vorder=vorder, tol=tol,
                                    scale_floor=scale_floor, h_max=h_max, h_min=h_min)
         yield st
-        if _DEBUG:
-            print(A.mid(t0), st.h, [A.mid(v) for v in st.x_end], [float(v.rad()) for v in st.x_end])
         t0 = t0 + st.h
     raise CertificationError(f"more than {max_steps} validated steps", hint="a larger max_steps")
 

@@ -40,6 +40,16 @@ __all__ = ["reduced_rhs", "ratio_start", "reduced_specialization_times", "single
            "reduced_vs_engine", "engine_specialization_time", "check_thresholds", "RTOLS"]
 
 
+def check_start(c0, ratio, cos0):
+    """Validated (c0, ratio, cos0) of a ratio-gauge start: c0 > 0, ratio > 0, cos0 ∈ (−1, 1)."""
+    c0 = V.real("c0", c0, positive=True)
+    ratio = V.real("ratio", ratio, positive=True)
+    cos0 = V.real("cos0", cos0)
+    if not -1.0 < cos0 < 1.0:
+        raise ValueError(f"`cos0` must lie in (-1, 1), got {cos0!r}")
+    return c0, ratio, cos0
+
+
 def check_thresholds(thresholds, name: str = "thresholds") -> np.ndarray:
     """Validate alignment thresholds: a non-empty 1-D sequence of distinct numbers in (0, 1),
     returned sorted ascending."""
@@ -118,11 +128,7 @@ def reduced_specialization_times(c0: float, ratio: float, cos0: float, threshold
     list of NumericalBracket, one per threshold (in the order of the sorted thresholds), and the
     total number of right-hand-side evaluations.
     """
-    c0 = V.real("c0", c0, positive=True)
-    ratio = V.real("ratio", ratio, positive=True)
-    cos0 = V.real("cos0", cos0)
-    if not -1.0 < cos0 < 1.0:
-        raise ValueError(f"`cos0` must lie in (-1, 1), got {cos0!r}")
+    c0, ratio, cos0 = check_start(c0, ratio, cos0)
     thr = check_thresholds(thresholds)
     rt = [V.real("rtols", r, positive=True) for r in rtols]
     if len(rt) < 2 or any(rt[i + 1] >= rt[i] for i in range(len(rt) - 1)):

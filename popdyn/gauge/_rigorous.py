@@ -27,9 +27,8 @@ import math
 import numpy as np
 from flint import arb
 
-from .. import _validate as V
 from ._bracket import NumericalBracket
-from ._reduced import check_thresholds
+from ._reduced import check_start, check_thresholds
 
 __all__ = ["reduced_field", "rigorous_specialization_times"]
 
@@ -122,11 +121,7 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
     from certify import _arb as A
     from certify.ode import crossing_times
 
-    c0 = V.real("c0", c0, positive=True)
-    ratio = V.real("ratio", ratio, positive=True)
-    cos0 = V.real("cos0", cos0)
-    if not -1.0 < cos0 < 1.0:
-        raise ValueError(f"`cos0` must lie in (-1, 1), got {cos0!r}")
+    c0, ratio, cos0 = check_start(c0, ratio, cos0)
     thr = check_thresholds(thresholds)
     with A.workprec(prec):
         Delta = arb(c0) * (arb(ratio) - 1 / arb(ratio))
