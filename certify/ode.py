@@ -56,7 +56,8 @@ from . import _arb as A
 from .bracket import Bracket
 from .errors import CertificationError
 
-__all__ = ["VectorField", "Step", "Flow", "integrate", "crossing_times", "CrossingSpec"]
+__all__ = ["VectorField", "Step", "Flow", "integrate", "integrate_until", "crossing_times",
+           "CrossingSpec"]
 
 
 # ------------------------------------------------------------------------------- field
@@ -445,6 +446,32 @@ def integrate(field_, x0, t_end: float, *, order: int = 20, vorder: int = 12, to
                              h_min=h_min, max_steps=max_steps):
                 steps.append(st)
                 if (st.t0 + st.h) >= t_end:
+                    break
+        finally:
+            ctx.cap = old_cap
+    return Flow(field_, steps, prec, order)
+
+
+def integrate_until(field_, x0, stop, *, order: int = 20, vorder: int = 12, tol: float = 1e-18,
+                    scale_floor=None, prec: int = 128, h_max: float = math.inf,
+                    h_min: float = 1e-12, max_steps: int = 100000) -> Flow:
+    """Validated steps of ``field_`` from ``x0`` until ``stop(step)`` returns True for a step
+    (it sees every :class:`Step`, e.g. to test its end box ``x_end`` or its a-priori box ``B``;
+    it may raise).  Other parameters as for :func:`integrate`; CertificationError past
+    ``max_steps``."""
+    order, tol, sf, prec = _opts(field_, order, tol, scale_floor, prec)
+    vorder = int(vorder)
+    if not 1 <= vorder <= order:
+        raise ValueError(f"`vorder` must be in [1, order], got {vorder}")
+    steps = []
+    with A.workprec(prec):
+        old_cap = ctx.cap
+        ctx.cap = max(old_cap, order + 4)
+        try:
+            for st in _steps(field_, x0, order=order, vorder=vorder, tol=tol, scale_floor=sf,
+                             h_max=h_max, h_min=h_min, max_steps=max_steps):
+                steps.append(st)
+                if stop(st):
                     break
         finally:
             ctx.cap = old_cap

@@ -2,13 +2,18 @@
 
 Usage (``argv`` is what follows ``popdyn check``)::
 
-    popdyn check NAME [NAME ...] [--quick | --full] [--brief] [--json PATH] [--strict]
+    popdyn check NAME [NAME ...] [--quick | --full] [--method rigorous|numerical] [--brief]
+                 [--json PATH] [--strict]
     popdyn check --all [--quick | --full] ...
     popdyn check --list
 
 The default preset is ``--quick`` (CI settings); ``--full`` runs the paper settings.  Each verdict
 is printed with its statement, settings, the theorem's constant, the measured bracket and its
 provenance, and the margin; a summary table follows.
+
+``--method`` sets the ``method`` setting of the checks that have one (gauge_separation:
+"rigorous" validated enclosures, the default, or "numerical" tolerance refinement); naming a
+check without that setting together with ``--method`` is a usage error.
 
 Exit status: 0 when every requested check ran to a verdict — a ``fail`` or ``undecided`` verdict
 is a result, not a crash; 1 when a check raised an exception (the others still run; the traceback
@@ -33,6 +38,9 @@ def _parser():
     g.add_argument("--quick", dest="quick", action="store_true", default=True,
                    help="CI settings (default)")
     g.add_argument("--full", dest="quick", action="store_false", help="full (paper) settings")
+    p.add_argument("--method", metavar="METHOD", default=None,
+                   help="bracket method of the checks that have one (gauge_separation): "
+                        "rigorous (default) or numerical")
     p.add_argument("--list", action="store_true", help="list the registered checks and exit")
     p.add_argument("--brief", action="store_true", help="omit the notes (tables, per-run lines)")
     p.add_argument("--json", metavar="PATH", help="also write the verdicts as JSON to PATH")
@@ -69,6 +77,20 @@ def main(argv=None, *, out=None, err=None) -> int:
         except ValueError as exc:
             print(f"popdyn check: error: {exc}", file=err)
             return 2
+    overrides = {}
+    if args.method is not None:
+        from popdyn.gauge import METHODS
+
+        if args.method not in METHODS:
+            print(f"popdyn check: error: --method must be one of {', '.join(METHODS)}, got "
+                  f"{args.method!r}", file=err)
+            return 2
+        without = [n for n in names if "method" not in get_check(n).quick]
+        if without and not args.all:
+            print(f"popdyn check: error: --method applies to checks with a method setting; "
+                  f"{', '.join(without)} has none", file=err)
+            return 2
+        overrides = {n: {"method": args.method} for n in names if n not in without}
     preset = "quick" if args.quick else "full"
     print(f"popdyn check: {len(names)} check(s), {preset} settings", file=out)
     results, errors = [], []
@@ -76,7 +98,7 @@ def main(argv=None, *, out=None, err=None) -> int:
     for n in names:
         print("", file=out)
         try:
-            v = run_check(n, quick=args.quick)
+            v = run_check(n, quick=args.quick, **overrides.get(n, {}))
         except Exception as exc:  # a crashed check is reported and the others still run
             errors.append(n)
             print(f"[ERROR] {n}: {type(exc).__name__}: {exc}", file=out)

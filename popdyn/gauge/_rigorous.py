@@ -17,8 +17,14 @@ the mean-value (Lohner) propagation, is
 The specialization time for threshold τ is the first t with cos φ(t) ≥ τ: the section
 s = cos φ − τ with rate ṡ = −sin φ · φ̇ = sin φ · ρ (π − φ) sin φ/(2π) > 0 on 0 < φ < π.
 
-The problem is the exact one for the float inputs (c0, D, cos0 as their binary values):
-Δ = c0 (D − 1/D) and φ0 = arccos(cos0) are enclosed in Arb, not rounded.
+The problem is the exact one for the float inputs (c0, D, cos0, τ as their binary values):
+Δ = c0 (D − 1/D) and φ0 = arccos(cos0) are enclosed in Arb, not rounded.  With ``d`` given,
+the initial cosine is the real number 1/√d itself (not its float): φ0 = arccos(1/√d) is
+enclosed in Arb and the whole ball of initial values is carried by the integrators.
+
+Stiff opposite gauges (Δ ≤ −STIFF_DELTA): the explicit method would need ~|Δ|·T steps; they
+are enclosed instead by the verified slow-manifold tube of :mod:`popdyn.gauge._slow` (the
+explicit integrator only carries the fast transient into the tube).
 """
 from __future__ import annotations
 
@@ -30,7 +36,10 @@ from flint import arb
 from ._bracket import NumericalBracket
 from ._reduced import check_start, check_thresholds
 
-__all__ = ["reduced_field", "rigorous_specialization_times"]
+__all__ = ["reduced_field", "rigorous_specialization_times", "STIFF_DELTA", "start_angle"]
+
+#: Δ at or below −STIFF_DELTA uses the slow-manifold tube (``stiff="auto"``)
+STIFF_DELTA = 4.0
 
 
 def reduced_field(Delta):
@@ -91,9 +100,25 @@ def _spec(field_, tau):
     return CrossingSpec(section, rate, f"cos φ ≥ {tau:g}")
 
 
+def start_angle(cos0, d=None):
+    """The initial angle φ0 as an ``arb``: arccos(cos0) for the exact float cos0, or, with
+    ``d`` given, arccos(1/√d) for the real 1/√d (then ``cos0`` must be None or within 4 ulp of
+    it: it names the same start).  Call inside a precision context."""
+    if d is None:
+        return arb(cos0).acos()
+    d = int(d)
+    if d < 2:
+        raise ValueError(f"`d` must be >= 2, got {d}")
+    c = 1 / arb(d).sqrt()
+    if cos0 is not None and not abs(float(cos0) - 1 / math.sqrt(d)) <= 4 * 2.0 ** -52 / math.sqrt(d):
+        raise ValueError(f"`cos0` = {cos0!r} is not 1/sqrt(d) for d = {d}; pass one or the other")
+    return c.acos()
+
+
 def rigorous_specialization_times(c0: float, ratio: float, cos0: float, thresholds, *,
                                   t_max: float = 1e8, prec: int = 128, order: int = 20,
-                                  tol: float = 1e-16, max_steps: int = 100000):
+                                  tol: float = 1e-16, max_steps: int = 100000, d=None,
+                                  stiff: str = "auto"):
     """Rigorous brackets of the specialization times of the reduced single-neuron flow.
 
     Parameters
@@ -107,6 +132,12 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
     prec, order, tol, max_steps
         Arb precision, Taylor order, local error target and step budget of
         :func:`certify.ode.crossing_times` (CertificationError past the budget).
+    d : int or None
+        If given, the start cosine is the real 1/√d (enclosed), not the float ``cos0``
+        (which may then be None).
+    stiff : {"auto", "tube", "explicit"}
+        "auto": the slow-manifold tube (:mod:`popdyn.gauge._slow`) when Δ ≤ −STIFF_DELTA,
+        the explicit Taylor–Lohner integrator otherwise.
 
     Returns
     -------
@@ -121,12 +152,45 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
     from certify import _arb as A
     from certify.ode import crossing_times
 
-    c0, ratio, cos0 = check_start(c0, ratio, cos0)
+    from certify import CertificationError
+
+    if stiff not in ("auto", "tube", "explicit"):
+        raise ValueError(f"`stiff` must be one of ('auto', 'tube', 'explicit'), got {stiff!r}")
+    c0, ratio, cos0 = check_start(c0, ratio, 1 / math.sqrt(d) if cos0 is None and d is not None
+                                  else cos0)
     thr = check_thresholds(thresholds)
     with A.workprec(prec):
         Delta = arb(c0) * (arb(ratio) - 1 / arb(ratio))
         field_ = reduced_field(Delta)
-        phi0 = arb(cos0).acos()
+        phi0 = start_angle(cos0, d)
+        use_tube = stiff == "tube" or (stiff == "auto" and bool(Delta <= -STIFF_DELTA))
+        if use_tube:
+            from ._slow import slow_tube_times
+
+            cs = phi0.cos()
+            out, todo = [], []
+            for t in thr:
+                if cs >= t:
+                    out.append(NumericalBracket(0.0, 0.0, 0.0, "initial cosine above threshold "
+                                                "(exact)", provenance="rigorous"))
+                elif cs < t:
+                    todo.append(float(t))
+                    out.append(None)
+                else:
+                    raise CertificationError("a threshold straddles the initial cosine")
+            if todo:
+                brs, info = slow_tube_times(Delta, [arb(c0), phi0], todo, prec=prec)
+                it = iter(brs)
+                for i, b in enumerate(out):
+                    if b is None:
+                        lo, hi = next(it)
+                        out[i] = NumericalBracket(lo, hi, 0.5 * (lo + hi),
+                                                  "verified slow-manifold tube (gauge._slow; "
+                                                  f"transient {info['transient_steps']} validated "
+                                                  f"steps, tube radius {info['eps']:.2g})",
+                                                  provenance="rigorous")
+                return out, info["transient_steps"]
+            return out, 0
         specs = [_spec(field_, t) for t in thr]
         brs, flow = crossing_times(field_, [arb(c0), phi0], specs, t_max=t_max, order=order,
                                    tol=tol, scale_floor=[c0 / 2, 1.0], prec=prec,

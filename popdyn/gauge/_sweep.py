@@ -33,9 +33,10 @@ from ._reduced import RTOLS, check_thresholds, reduced_specialization_times
 
 PARAMETRIZATIONS = ("scaling", "ratio")
 METHODS = ("rigorous", "numerical")
-#: per-integration budget of validated steps of the rigorous method; past it (the stiff
-#: opposite gauges: ċ relaxes at rate ≈ S/2 while φ moves at rate ρ, so an explicit Taylor
-#: method needs ~ S·T steps) the point falls back to the numerical bracket, tagged numerical
+#: per-integration budget of validated steps of the explicit rigorous method; past it the point
+#: falls back to the numerical bracket, tagged numerical (the stiff opposite gauges, where ċ
+#: relaxes at rate ≈ S/2 while φ moves at rate ρ and an explicit Taylor method needs ~ S·T
+#: steps, use the slow-manifold tube instead)
 MAX_STEPS = 4000
 
 __all__ = ["PARAMETRIZATIONS", "METHODS", "MAX_STEPS", "SweepPoint", "Sweep", "gauge_sweep", "Regime", "REGIMES",
@@ -96,31 +97,37 @@ class Sweep:
 _CACHE: dict = {}
 
 
-def _times(c0, ratio, cos0, thr, rtols, method="numerical", max_steps=MAX_STEPS):
+def _times(c0, ratio, cos0, thr, rtols, method="numerical", max_steps=MAX_STEPS, d=None):
+    """Brackets of the times of one start; ``d`` (rigorous method only): the start cosine is
+    the real 1/√d, ``cos0`` its float (used by the numerical path)."""
     key = (float(c0), float(ratio), float(cos0), tuple(float(t) for t in thr), tuple(rtols),
-           method, int(max_steps))
+           method, int(max_steps), None if d is None or method != "rigorous" else int(d))
     if key not in _CACHE:
         if len(_CACHE) > 4096:
             _CACHE.clear()
         if method == "rigorous":
             from certify import CertificationError
 
-            from ._rigorous import rigorous_specialization_times
             from ._reduced import ratio_start
+            from ._rigorous import STIFF_DELTA, rigorous_specialization_times
 
             num, nf = _times(c0, ratio, cos0, thr, rtols, "numerical")
-            # cost model of the explicit validated method: about |Δ|·T steps (the stiff rate
-            # S/2 ≥ |Δ|/2 of ċ times the horizon; measured 0.85 S·T at a/|w| = 1/80)
+            Delta = ratio_start(c0, ratio)[2]
+            # stiff opposite gauges (Δ ≤ −STIFF_DELTA) go through the verified slow-manifold
+            # tube; otherwise the explicit method, whose cost is about |Δ|·T validated steps
+            # (the stiff rate S/2 ≥ |Δ|/2 of ċ times the horizon)
+            tube = Delta <= -STIFF_DELTA
             T_last = max((b.hi for b in num if np.isfinite(b.hi)), default=np.inf)
-            predicted = abs(ratio_start(c0, ratio)[2]) * T_last
+            predicted = abs(Delta) * T_last
             why = None
-            if not predicted <= max_steps:
+            if not tube and not predicted <= max_steps:
                 why = (f"rigorous enclosure skipped: about {predicted:.3g} validated steps "
                        f"predicted (|Δ|·T, stiff) > budget {max_steps}")
             else:
                 try:
-                    _CACHE[key] = rigorous_specialization_times(c0, ratio, cos0, thr,
-                                                                max_steps=max_steps)
+                    _CACHE[key] = rigorous_specialization_times(
+                        c0, ratio, None if d is not None else cos0, thr, max_steps=max_steps,
+                        d=d)
                 except CertificationError as exc:
                     why = f"rigorous enclosure not obtained ({exc})"
             if why is not None:
@@ -147,7 +154,8 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
         Initial coefficient a|w| > 0 (the same for both gauges: the initial function is fixed).
     d : int
         Input dimension (≥ 2); enters through the initial cosine cos0 = 1/√d unless ``cos0`` is
-        given.
+        given.  With ``cos0`` None the rigorous method starts from the real 1/√d (enclosed in
+        Arb); the numerical one from its float.
     thresholds : sequence of float in (0, 1)
         Specialization thresholds on cos(θ, u).
     rtols : sequence of float
@@ -157,7 +165,9 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
         "rigorous": validated Taylor integration (:func:`popdyn.gauge.rigorous_specialization_times`,
         brackets tagged ``rigorous``; ratios and slopes in Arb), falling back per gauge point to
         the numerical bracket (tagged ``numerical``, the reason in its ``method``) when the
-        enclosure fails or needs more than ``max_steps`` validated steps.
+        enclosure fails or needs more than ``max_steps`` validated steps.  Stiff opposite
+        gauges (Δ ≤ −STIFF_DELTA) use the verified slow-manifold tube
+        (:mod:`popdyn.gauge._slow`), not the explicit method, and no step budget.
 
     Returns
     -------
@@ -176,6 +186,7 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
     d = V.positive_int("d", d)
     if d < 2:
         raise ValueError(f"`d` must be >= 2, got {d}")
+    exact_d = d if cos0 is None else None
     cos0 = 1.0 / np.sqrt(d) if cos0 is None else V.real("cos0", cos0)
     thr = check_thresholds(thresholds)
     rtols = tuple(float(r) for r in rtols)
@@ -185,8 +196,8 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
     nfev = 0
     for gi in g:
         D = _ratio_of(parametrization, gi)
-        fav, n1 = _times(c0, D, cos0, thr, rtols, method, max_steps)
-        opp, n2 = _times(c0, 1.0 / D, cos0, thr, rtols, method, max_steps)
+        fav, n1 = _times(c0, D, cos0, thr, rtols, method, max_steps, exact_d)
+        opp, n2 = _times(c0, 1.0 / D, cos0, thr, rtols, method, max_steps, exact_d)
         nfev += n1 + n2
         for k, tau in enumerate(thr):
             if fav[k].lo > 0 and opp[k].lo > 0 and fav[k].finite and opp[k].finite:
