@@ -11,7 +11,10 @@ tube* around an approximate slow manifold instead:
 
 1. **Approximate slow manifold** (float, any method will do — nothing below trusts it): a
    Chebyshev polynomial c = h(φ) on [φ_a, φ_b] from the fixed-point form of the invariance
-   equation ċ = h'(φ) φ̇, i.e. h = 2k − 2 h' ρ(h) k'/S(h), iterated from h = 2k.
+   equation ċ = h'(φ) φ̇, i.e. h = 2k − 2 h' ρ(h) k'/S(h), iterated from h = 2k (an
+   asymptotic iteration: the iterate of least float defect is kept), and, when that defect
+   stays above 1e−14, replaced by a Chebyshev fit of the invariant curve through its end point
+   (dc/dφ = ċ/φ̇ integrated by Radau towards decreasing φ, where the curve attracts).
 2. **Invariance of the tube** 𝒯 = {(c, φ): |c − h(φ)| ≤ ε, φ_a ≤ φ ≤ φ_b} (rigorous, Arb).  On
    the boundary c = h(φ) ± ε the normal velocity V_±(φ) = ċ − h'(φ) φ̇ is enclosed over all of
    [φ_a, φ_b] by Taylor expansions in φ with Lagrange remainder (python-flint ``arb_series``:
@@ -69,16 +72,54 @@ def slow_manifold(Delta: float, phi_a: float, phi_b: float, *, degree: int = 48,
     kp = -(np.pi - phi) * np.sin(phi) / _TWO_PI
     h = 2.0 * k
     coef = C.chebfit(x, h, n)
+    best = (_defect(coef, Delta, phi_a, phi_b), coef)
+    worse = 0
     for _ in range(iters):
+        # (an asymptotic iteration: it may stall or diverge at moderate stiffness; the best
+        # iterate by its float defect is kept)
         hp = C.chebval(x, C.chebder(coef)) / half
         S = np.sqrt(Delta * Delta + 4.0 * h * h)
         rho = 2.0 * h / (S - Delta)
         hn = 2.0 * k - 2.0 * hp * rho * kp / S
+        if not np.all(np.isfinite(hn)) or np.any(hn <= 0):
+            break
         done = np.max(np.abs(hn - h)) <= 1e-17 * np.max(np.abs(h))
         h = hn
         coef = C.chebfit(x, h, n)
-        if done:
+        dfc = _defect(coef, Delta, phi_a, phi_b)
+        if dfc[0] < best[0][0]:
+            best, worse = (dfc, coef), 0
+        else:
+            worse += 1
+        if done or worse >= 3:
             break
+    (defect, hmax), coef = best
+    if defect > 1e-14 * hmax:
+        # moderate stiffness: the asymptotic iteration stalls; follow instead the invariant
+        # curve (a trajectory) through (φ_b, h(φ_b)) by integrating dc/dφ = ċ/φ̇ (Radau, which
+        # is stable towards decreasing φ, where the curve attracts), and refit
+        from scipy.integrate import solve_ivp
+
+        def dcdphi(p, c):
+            S = np.sqrt(Delta * Delta + 4.0 * c * c)
+            rho = 2.0 * c / (S - Delta)
+            kk = (np.sin(p) + (np.pi - p) * np.cos(p)) / _TWO_PI
+            kpp = -(np.pi - p) * np.sin(p) / _TWO_PI
+            return -S * (0.5 * c - kk) / (rho * kpp)
+
+        cb = float(C.chebval(1.0, coef))
+        sol = solve_ivp(dcdphi, (phi_b, phi_a), [cb], method="Radau", rtol=1e-13,
+                        atol=1e-16 * hmax, dense_output=True)
+        if sol.status == 0:
+            c2 = C.chebfit(x, sol.sol(phi)[0], n)
+            d2, h2 = _defect(c2, Delta, phi_a, phi_b)
+            if d2 < defect:
+                coef, defect, hmax = c2, d2, h2
+    return coef, float(defect), float(hmax)
+
+
+def _defect(coef, Delta, phi_a, phi_b):
+    half, midp = 0.5 * (phi_b - phi_a), 0.5 * (phi_b + phi_a)
     xs = np.linspace(-1, 1, 2001)
     ps = midp + half * xs
     hh = C.chebval(xs, coef)
@@ -88,7 +129,7 @@ def slow_manifold(Delta: float, phi_a: float, phi_b: float, *, degree: int = 48,
     kk = (np.sin(ps) + (np.pi - ps) * np.cos(ps)) / _TWO_PI
     kp = -(np.pi - ps) * np.sin(ps) / _TWO_PI
     defect = np.max(np.abs(-S * (0.5 * hh - kk) - hp * rho * kp))
-    return coef, float(defect), float(np.max(np.abs(hh)))
+    return float(defect), float(np.max(np.abs(hh)))
 
 
 # --------------------------------------------------------------------------- Arb pieces
@@ -260,21 +301,28 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
             phi_b = min(float(A.upper(p0)) + 0.02, math.pi - 1e-3)
             coef, defect, hmax = slow_manifold(Df, phi_a, phi_b)
             field_ = reduced_field(D)
-            last_err = None
+            tube, last_err = None, None
             for fac in eps_factors:
                 eps = max(fac * 2 * defect / abs(Df), fac * 1e-16 * hmax)
-                tube = SlowTube(D, coef, phi_a, phi_b, eps, K)
+                if not eps <= 1e-6 * hmax:
+                    last_err = CertificationError(f"slow manifold too inaccurate (float defect "
+                                                  f"{defect:.2g})", hint="the explicit method")
+                    break
+                cand = SlowTube(D, coef, phi_a, phi_b, eps, K)
                 try:
-                    n_sub = 0
+                    # c > 0 on the tube (h − ε > 0), hence ρ > 0 and φ̇ = ρ k' < 0 there
+                    n_sub = _enclose(lambda cen, L, t=cand: t.h_series(cen, L) - arb(t.eps),
+                                     phi_a, phi_b, K, test=lambda E: E > 0)
                     for sign in (1, -1):
-                        test = (lambda E: E < 0) if sign > 0 else (lambda E: E > 0)
-                        n_sub += _enclose(lambda cen, L, s=sign: tube.normal_speed(cen, s, L),
+                        test = (lambda E: E < 0) if sign > 0 else (lambda E: E > 0)  # noqa: E731
+                        n_sub += _enclose(lambda cen, L, s=sign, t=cand: t.normal_speed(cen, s, L),
                                           phi_a, phi_b, K, test=test)
                 except CertificationError as exc:
                     last_err = exc
                     continue
+                tube = cand
                 break
-            else:
+            if tube is None:
                 raise last_err
             # entry through the transient
             specs = [arb(t) for t in thr]
@@ -316,8 +364,8 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
                 T_lo = t_e + Qs[0]
                 T_hi = t_e + Qs[1]
                 lo, hi = A.lower(T_lo), A.upper(T_hi)
-                if not lo <= hi:
-                    raise CertificationError("slow-manifold bracket inverted")
+                if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+                    raise CertificationError("slow-manifold bracket not finite or inverted")
                 out.append((lo, hi))
             info = {"transient_steps": len(flow.steps), "subintervals": n_sub, "eps": eps,
                     "defect": defect, "t_entry": (A.lower(t_e), A.upper(t_e))}
