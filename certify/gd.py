@@ -13,7 +13,7 @@ in ball arithmetic (Arb) with the mean-value form
 
     F(X_n) ⊆ F(x̂_n) + J_F(X_n)·(X_n − x̂_n),   J_F = I − η ∇²L,
 
-x̂_n the float midpoint of the box X_n, F(x̂_n) and the Jacobian enclosed in Arb on the box
+x̂_n the exact (prec-bit) midpoint of the box X_n, F(x̂_n) and the Jacobian enclosed in Arb on the box
 (gradient and Hessian by forward-mode hyper-dual numbers over ``arb``: value, gradient and
 Hessian carried through +, −, ·, /, sqrt, arccos — every rounding in Arb).  By the mean value
 theorem (X_n is convex and contains x̂_n), X_{n+1} := F(x̂_n) + J_F(X_n)(X_n − x̂_n) ∋ F(x) for
@@ -206,7 +206,7 @@ class GDEnclosure:
     width : ndarray (N+1,)
         Max radius of the parameter box X_n (absolute).
     mid : ndarray (N+1, P)
-        Box midpoints x̂_n (floats).
+        Box midpoints x̂_n (rounded to float for reporting; the iteration keeps them exact).
     E : dict
         Plateau release for the δ rule: {"delta", "certified" (bool), "E" (int or None),
         "range" (lo, hi): the updates between which the release is not decided}.
@@ -327,7 +327,7 @@ def certified_gd(a0, W0, alpha, U, *, eta: float, n_steps: int, delta: float = 1
     with A.workprec(prec):
         pi = arb.pi()
         eta_a = arb(eta)
-        x_hat = np.concatenate([a0, W0.ravel()])
+        x_hat = [arb(float(v)) for v in np.concatenate([a0, W0.ravel()])]   # exact points
         r = [arb(0)] * P                 # X_n = x̂_n + r (r zero-centred balls)
         _, yy, ey = relu_problem_loss([arb(0)] * m, [[arb(0)] * d for _ in range(m)], alpha, U, pi)
         VY = yy - ey * ey
@@ -342,9 +342,9 @@ def certified_gd(a0, W0, alpha, U, *, eta: float, n_steps: int, delta: float = 1
             return relu_problem_loss(aa, WW, alpha, U, pi)[0]
 
         for n in range(n_steps + 1):
-            X = [arb(float(x_hat[i])) + r[i] for i in range(P)]
+            X = [x_hat[i] + r[i] for i in range(P)]
             # point: L and ∇L at x̂ ; box: ∇L and ∇²L on X
-            Lp = loss_hd(HyperDual.variables([arb(float(v)) for v in x_hat], hessian=False))
+            Lp = loss_hd(HyperDual.variables(x_hat, hessian=False))
             Lb = loss_hd(HyperDual.variables(X, hessian=n < n_steps))
             ell = 2 * (Lp.v + sum((Lb.g[i] * r[i] for i in range(P)), arb(0))) / VY
             if not ell.is_finite():
@@ -352,7 +352,7 @@ def certified_gd(a0, W0, alpha, U, *, eta: float, n_steps: int, delta: float = 1
                                          hint="a smaller step or a start away from the kinks")
             lo[n], hi[n] = A.arb_bounds(ell)
             width[n] = max(A.upper(abs(x)) for x in r) if P else 0.0
-            mids[n] = x_hat
+            mids[n] = [float(v) for v in x_hat]
             if n in align_at:
                 from .alignment import alignment_from_matrix
 
@@ -371,13 +371,13 @@ def certified_gd(a0, W0, alpha, U, *, eta: float, n_steps: int, delta: float = 1
                     if r[j].rad() > 0 or r[j] != 0:
                         s = s - eta_a * H[i, j] * r[j]
                 Jr.append(s)
-            Y = [arb(float(x_hat[i])) - eta_a * g[i] + Jr[i] for i in range(P)]
+            Y = [x_hat[i] - eta_a * g[i] + Jr[i] for i in range(P)]
             if not all(y.is_finite() for y in Y):
                 raise CertificationError(f"iterate enclosure not finite at update {n + 1}")
             if track is not None:
                 Y = [Y[i].union(arb(float(track[n + 1, i]))) for i in range(P)]
-            x_hat = np.array([float(y.mid()) for y in Y])
-            r = [Y[i] - arb(float(x_hat[i])) for i in range(P)]
+            x_hat = [arb(y.mid()) for y in Y]        # exact (prec-bit) midpoints
+            r = [Y[i] - x_hat[i] for i in range(P)]
             r = [arb(0, A.upper(abs(v))) for v in r]
     E = _release(lo, hi, delta)
     return GDEnclosure(eta, lo, hi, width, mids, E, aligns, contained, prec)
