@@ -19,16 +19,23 @@ and the ratio D at large imbalance (c0·D ≥ 10).  Controls (reported, not in t
 scaling factor at c0·λ² ≥ 10 (docs/design.md §7: drifts to Θ(λ⁴)) and the ratio at small initialization
 (c0·D ≤ 0.1; docs/design.md §7: Θ(D)).
 
-Method (issue 20): ``method="rigorous"`` (default) brackets every T_fav, T_opp by validated
-Taylor integration (:mod:`certify.ode`, :func:`popdyn.gauge.rigorous_specialization_times`);
-ratios and slopes of rigorous brackets are enclosed in Arb, so a regime's exponent is tagged
-``rigorous`` exactly when every bracket behind it is.  A gauge point whose enclosure needs more
-than ``max_steps`` validated steps (the stiff opposite gauges, cost ~ S·T) falls back to its
-numerical bracket and makes the regime's exponent ``numerical``.  The numerical
-(tolerance-refinement) path is always run too and printed side by side; ``method="numerical"``
-decides on it instead.  The regime parts' ``settings["points"]`` (JSON output) hold, for every
-(c0, d, threshold, gauge), the brackets of T_favorable and T_opposite with provenance, for the
-deciding method and the numerical one.
+Method (issue 20): ``method="rigorous"`` (default; ``popdyn check gauge_separation --method
+rigorous|numerical``) brackets every T_fav, T_opp rigorously: by validated Taylor integration
+(:mod:`certify.ode`, :func:`popdyn.gauge.rigorous_specialization_times`), and for the stiff
+opposite gauges (Δ = a² − |w|² ≤ −4, where an explicit method would need ~|Δ|·T steps) by a
+verified slow-manifold tube (:mod:`popdyn.gauge._slow`: an inward-pointing tube around an
+approximate slow manifold checked in Arb, the fast transient carried into it by certify.ode,
+the crossing time as a Taylor-quadrature integral over φ).  The start is the real 1/√d
+(enclosed), not its float.  Ratios and slopes of rigorous brackets are enclosed in Arb, so a
+regime's exponent is tagged ``rigorous`` exactly when every bracket behind it is.  A non-stiff
+gauge point whose explicit enclosure needs more than ``max_steps`` validated steps, or any
+point whose enclosure fails, falls back to its numerical bracket and makes the regime's
+exponent ``numerical``.  The numerical (tolerance-refinement) path is always run too and
+printed side by side; ``method="numerical"`` decides on it instead.  The regime parts'
+``settings["points"]`` (JSON output) hold, for every (c0, d, threshold, gauge), the brackets of
+T_favorable and T_opposite with provenance, for the deciding method and the numerical one.
+(The validation parts below compare against the engine and are numerical by nature, so the
+check's summary provenance stays "numerical" even when every regime is rigorous.)
 
 Validation parts (claims): the reduction agrees with the engine's exact decomposition at random
 states (≤ 1e−12 relative); a specialization time from the engine's own gradient field (m = 1
