@@ -4,7 +4,6 @@ References, all outside certify.gd: popdyn's float engine (loss, gradient; finit
 its gradient for the Hessian), an mpmath GD at 50 digits whose gradient is written out here from
 the arc-cosine closed forms (∂/∂v E[relu(v·x) relu(w·x)] = ((π − θ) w + |w| sin θ v̂)/(2π);
 Cho & Saul 2009), and popdyn.plateau on popdyn's float run."""
-import math
 
 import mpmath as mp
 import numpy as np
@@ -115,7 +114,6 @@ def test_enclosures_contain_an_independent_50_digit_gd():
     a0, W0, U = _problem(0.3, 7)
     eta, N = 0.2, 40
     res = certified_gd(a0, W0, [1.0], U, eta=eta, n_steps=N)
-    VY = mp.mpf(1) / 2 - 1 / (2 * mp.pi)
     with mp.workdps(50):
         VY = mp.mpf(1) / 2 - 1 / (2 * mp.pi)
         a = [mp.mpf(float(x)) for x in a0]

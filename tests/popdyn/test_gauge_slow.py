@@ -11,7 +11,6 @@ to 1e−13, and the bracket must contain it up to 10× that change plus 1e−11 
 import math
 
 import mpmath as mp
-import numpy as np
 import pytest
 from hypothesis import Phase, given, settings, strategies as st
 from scipy.integrate import solve_ivp

@@ -53,6 +53,13 @@ def test_all_quick_verdicts(all_quick):
     assert gs["scaling/large"]["role"] == "control"
     assert gs["ratio/small-init"]["verdict"] == "fail"   # Θ(D), not Θ(D²): reported honestly
     assert gs["ratio/large-imbalance"]["role"] == "claim"
+    # issue 20: every claim regime is decided on rigorous brackets (the stiff opposite gauges
+    # through the verified slow-manifold tube), every time bracket behind it tagged rigorous
+    for name in ("scaling/small-init", "ratio/large-imbalance"):
+        assert gs[name]["provenance"] == "rigorous", gs[name]["provenance"]
+        pts = gs[name]["settings"]["points"]
+        assert pts and all(q[k]["provenance"] == "rigorous" for q in pts
+                           for k in ("T_favorable", "T_opposite"))
     # the printed report shows the ratio for each gauge value and the exponent bracket per regime
     assert "R = T_opp/T_fav" in out and "tail exponent" in out
     assert "(control: reported, not part of the verdict)" in out
