@@ -95,9 +95,13 @@ def _m_table2(rec, arrs):
            "L_20000": float(rec["loss_final"]), "n_final": int(rec["n_final"])}
     # the two budget readings of "unchanged coefficient budgets" (docs/protocol.md): one ball
     # B = ‖κ‖ of the teacher (declared), and B = the trained head's coefficient norm at E
-    for key, B in (("dR", "teacher"), ("dR_trained_head", "trained_head")):
+    # and, beside them, the teacher ball refitted without an intercept (c′ = 0: the mean stays
+    # in the risk, as it stays in these students' dynamics)
+    for key, B, icpt in (("dR", "teacher", True), ("dR_trained_head", "trained_head", True),
+                         ("dR_no_intercept", "teacher", False)):
         try:
-            f0, fE = fixed_ball_refits(S, [p0, pE], T, budget=B, features="coefficient")
+            f0, fE = fixed_ball_refits(S, [p0, pE], T, budget=B, features="coefficient",
+                                       intercept=icpt)
         except ValueError:      # e.g. no teacher coefficient norm for gated teachers
             continue
         out[key] = (f0.lower - fE.risk) / VY - 1e-5
@@ -274,8 +278,10 @@ def render(name: str, cells: list, *, info: dict) -> str:
                  f"(each run's own wall time)")
     lines.append(f"- paper values: seed 003 lines cited per cell; statistic: {pv['statistic']}")
     lines.append("")
-    lines.append("| row | quantity | paper (line) | popdyn [95% CI] | range | diff | verdict | goal |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    if cells:
+        lines.append("| row | quantity | paper (line) | popdyn [95% CI] | range | diff | verdict "
+                     "| goal |")
+        lines.append("|---|---|---|---|---|---|---|---|")
     for c in cells:
         pr = _fmt(c["paper"]) + (f" {_fmt(c['paper_range'])}" if "paper_range" in c else "")
         if c.get("ours") is None:

@@ -338,3 +338,32 @@ def test_plateau_alignment_under_the_papers_reading(tmp_path):
     assert part.bracket[0] == pytest.approx((f0.lower - fE.risk) / VY - 1e-5, abs=1e-12)
     assert part.bracket[1] == pytest.approx((f0.risk - fE.lower) / VY, abs=1e-12)
     assert part.bracket[0] <= part.bracket[1] and part.provenance == "numerical"
+
+
+def test_reproduce_plateau_alignment_reports_the_verdict(tmp_path, monkeypatch, capsys):
+    """`popdyn reproduce plateau_alignment` on a tiny version of its configuration (d = 5,
+    m = 6, 60 updates, one seed per teacher): the verdict block with its reading is written."""
+    real = R._configs
+
+    def tiny(name, seeds):
+        cfgs = real(name, seeds)
+        for cfg in cfgs:
+            cfg["student"].update(d=5, m=6)
+            cfg["init"]["scale"] = 1e-3
+            cfg["train"].update(max_updates=60, lr=0.5)
+            cfg["schedule"] = {"every": 1, "early": []}
+        return cfgs
+
+    monkeypatch.setattr(R, "_configs", tiny)
+    from popdyn.cli import main
+
+    doc = tmp_path / "repro.md"
+    rc = main(["reproduce", "plateau_alignment", "--seeds", "1", "--store", str(tmp_path / "st"),
+               "--workers", "1", "--quiet", "--write", str(doc)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "**reduced**" in out and "runs: 3" in out
+    assert "**Verdict: " in out and "5% loss-ratio prefix endpoint" in out
+    for row in ("g_1/2", "g_1/3", "g_2/3"):
+        assert f"| {row} | ΔA_min ≥ 0.5 | claim |" in out
+        assert f"| {row} | ΔR_fixed_ball ≥ 0.399 | claim |" in out
+    assert "reproduce:plateau_alignment begin" in doc.read_text()
