@@ -48,7 +48,7 @@ def relu_probe(link, seed, scaling, icpt, lr, conv="norm", d=64, m=32, s=0.01, m
     return out, L[-1] / V
 
 
-def clock_probe(link, seed, lr, d=64, m=32, s=0.01, maxu=2000):
+def clock_probe(link, seed, lr, d=64, m=32, s=0.01, maxu=1000):
     T = popdyn.Teacher.additive(LINKS[link], np.eye(d)[:2]).normalized()
     S = popdyn.Student(d, m, intercept=False, scaling="mean_field")
     p = S.init(seed, s, None)

@@ -160,7 +160,7 @@ def _m_plateau_alignment(rec, arrs):
     """E and the uncertified gains at E of one run (the verdict itself is
     :func:`proofs_checks.plateau_alignment.check_store_paper`)."""
     out = _m_table2(rec, arrs)
-    return {k: out[k] for k in ("E", "E_delta", "dA_min", "dR", "R_0", "R_E") if k in out}
+    return {k: out[k] for k in ("E", "E_delta", "dA_min", "dA_mean", "dR", "R_0", "R_E") if k in out}
 
 
 _MEASURE = {"table1": _m_table1, "figure1": _m_figure1, "table2": _m_table2,
