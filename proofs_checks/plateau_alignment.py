@@ -239,8 +239,9 @@ def check_store_paper(store, keys=None, *, budget="teacher", max_scale=0.05, pre
     Verdict
     """
     import certify
+    import numpy as np
+    from popdyn.config import make_student, teacher_from_table
     from popdyn.diagnostics.budget import fixed_ball_refits
-    from popdyn.experiments.reproduce import _at_or_before, _build
     from popdyn.experiments.runner import params_from
     from popdyn.experiments.store import Store
 
@@ -255,9 +256,10 @@ def check_store_paper(store, keys=None, *, budget="teacher", max_scale=0.05, pre
         role = "claim" if fam else "control"
         n_claim += fam
         tag = f"{rec['label']} seed {rec['seed']}"
-        S, T = _build(rec)
+        S = make_student(rec["spec"]["student"])
+        T = teacher_from_table(rec["spec"]["teacher"], S.d)
         E = int(rec["plateaus"]["ratio=0.05"]["end_n"])
-        iE = _at_or_before(arrs["snap_n"], E)
+        iE = int(np.searchsorted(np.asarray(arrs["snap_n"]), E, side="right")) - 1
         nE = int(arrs["snap_n"][iE])
         if nE != E:
             notes.append(f"{tag}: no diagnostic at E = {E}; the last one before it (update {nE}) "
