@@ -8,6 +8,16 @@ Usage:
         Table 2 setting (d=64, m=32, s=0.01), the four teachers, seeds 0-2: E under the
         delta=1e-3 and 5% ratio prefixes of MSE/V_Y (and of MSE/E[y^2]); INTERCEPT is
         none | fitted | trained0; CONVENTION norm | entry.
+    python benchmarks/protocol_probes.py clock NSEEDS LR [LR ...]
+        Table 2 reading (mean-field, no intercept, norm scale, d=64, m=32, s=0.01), the four
+        teachers, seeds 0..NSEEDS-1, each step LR: the 5% ratio-prefix endpoint E, the
+        mean-field time lr*E, and A_mean, A_min at E (median over the seeds): shows whether the
+        step changes only the clock (E*lr and the gains at E fixed) or the dynamics.
+    python benchmarks/protocol_probes.py hmax LINK SEED HMAX [HMAX ...]
+        Table 6 / Table 3 SwiGLU reading (d=16, m=64, eps=0.05 entry scale, mean-field clock,
+        head rate 0.01, tolerance 0.05), rank-one LINK: the exact end of the delta=1e-3 prefix
+        (update, mean-field time), A_top and R at 0 and at that update, for each step bound
+        HMAX (integrator step convergence; stops at l <= 0.99).
     python benchmarks/protocol_probes.py swiglu SEED SCALE CONVENTION HEAD M CLOCK [MAX_UPDATES]
         h3 rank one at d=16: R_0, A_top(0), t_P (delta=1e-3), t_f, l_f.
 """
@@ -38,6 +48,42 @@ def relu_probe(link, seed, scaling, icpt, lr, conv="norm", d=64, m=32, s=0.01, m
     return out, L[-1] / V
 
 
+def clock_probe(link, seed, lr, d=64, m=32, s=0.01, maxu=1000):
+    T = popdyn.Teacher.additive(LINKS[link], np.eye(d)[:2]).normalized()
+    S = popdyn.Student(d, m, intercept=False, scaling="mean_field")
+    p = S.init(seed, s, None)
+    tr = popdyn.train(S, p, T, method="gd", lr=lr, max_updates=maxu,
+                      schedule=popdyn.Schedule(every=10 ** 9, early=()))
+    E = plateau(2 * tr.loss / T.variance, ratio=0.05).end_n
+    trE = popdyn.train(S, p, T, method="gd", lr=lr, max_updates=E,
+                       schedule=popdyn.Schedule(every=10 ** 9, early=()))
+    a0 = alignment(popdyn.agop(S, p), T.subspace)
+    aE = alignment(popdyn.agop(S, trE.final), T.subspace)
+    return E, lr * E, aE.a_mean - a0.a_mean, aE.a_min - a0.a_min
+
+
+def hmax_probe(link, seed, hmaxes):
+    T = popdyn.Teacher.additive(link, np.eye(16)[:1])
+    S = popdyn.SwiGLUStudent(16, 64, clock="mean_field")
+    p = S.init(seed, 0.05, T, convention="entry")
+    for hmax in hmaxes:
+        t0 = time.time()
+        tr = popdyn.train(S, p, T, method="flow", eps=0.05, h0=0.05, h_min=1e-6, h_max=hmax,
+                          head_lr_mult=0.01, max_updates=20000, loss_target=0.99,
+                          schedule=popdyn.Schedule(every=10 ** 9, early=()))
+        ell = tr.normalized_loss
+        pl = plateau(ell, delta=1e-3, n=tr.n, t=tr.t)
+        # state at the exact last admissible update
+        tr2 = popdyn.train(S, p, T, method="flow", eps=0.05, h0=0.05, h_min=1e-6, h_max=hmax,
+                           head_lr_mult=0.01, max_updates=pl.end_n, loss_target=0.0,
+                           schedule=popdyn.Schedule(every=10 ** 9, early=()))
+        A0 = alignment(popdyn.agop(S, p), T.subspace).a_top
+        AP = alignment(popdyn.agop(S, tr2.final), T.subspace).a_top
+        R0 = popdyn.refit_risk(S, p, T).normalized; RP = popdyn.refit_risk(S, tr2.final, T).normalized
+        print(f"{link} seed {seed} h_max {hmax}: end_n {pl.end_n} t_end {pl.end_t:.1f} t(0.99) {tr.t[-1]:.1f} "
+              f"n {tr.n[-1]} A_top {A0:.3f}->{AP:.3f} R {R0:.3f}->{RP:.3f} [{time.time()-t0:.0f}s]", flush=True)
+
+
 def swiglu_probe(seed, scale, conv, head, m=64, d=16, clock="standard", maxu=3000, target=0.5):
     T = popdyn.Teacher.additive("h3", np.eye(d)[:1])
     S = popdyn.SwiGLUStudent(d, m, clock=clock)
@@ -66,6 +112,19 @@ if __name__ == "__main__":
             print(f"{scaling} {icpt} lr={lr} {conv} {link:5s} "
                   + " ".join(f"{k}:{[r[0][k] for r in rows]}" for k in keys)
                   + f" L_end {[round(float(r[1]), 4) for r in rows]}", flush=True)
+    elif a[1] == "hmax":
+        hmax_probe(a[2], int(a[3]), [float(x) for x in a[4:]])
+    elif a[1] == "clock":
+        nseeds = int(a[2])
+        for lr in map(float, a[3:]):
+            for link in LINKS:
+                t0 = time.time()
+                rows = np.array([clock_probe(link, sd, lr) for sd in range(nseeds)])
+                med = np.median(rows, axis=0)
+                print(f"clock lr={lr} {link:5s} seeds 0-{nseeds - 1}: median E {med[0]:.1f} "
+                      f"[{rows[:, 0].min():.0f}, {rows[:, 0].max():.0f}]  lr*E {med[1]:.2f}  "
+                      f"dA_mean {med[2]:.4f}  dA_min {med[3]:.4f}  [{time.time() - t0:.0f}s]",
+                      flush=True)
     else:
         seed, scale, conv, head, m, clock = int(a[2]), float(a[3]), a[4], float(a[5]), int(a[6]), a[7]
         maxu = int(a[8]) if len(a) > 8 else 3000

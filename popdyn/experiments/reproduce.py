@@ -44,6 +44,8 @@ EXPERIMENTS = {
     "table2": "four-teacher follow-up (Table 2): d=64, m=32, s=0.01",
     "table3": "SwiGLU trajectories (Table 3, delta=1e-3): smokes, h3 seeds 0-2, m=256",
     "table6": "SwiGLU rank-one links (Table 6): d=16, m=64, 20 seeds",
+    "plateau_alignment": "the plateau_alignment theorem under the paper's reading: baseline "
+                         "d=16, m=32, s=1e-4, damped-cubic teachers g_1/2, g_1/3, g_2/3",
 }
 _BOOT = 2000
 
@@ -93,9 +95,13 @@ def _m_table2(rec, arrs):
            "L_20000": float(rec["loss_final"]), "n_final": int(rec["n_final"])}
     # the two budget readings of "unchanged coefficient budgets" (docs/protocol.md): one ball
     # B = ‖κ‖ of the teacher (declared), and B = the trained head's coefficient norm at E
-    for key, B in (("dR", "teacher"), ("dR_trained_head", "trained_head")):
+    # and, beside them, the teacher ball refitted without an intercept (c′ = 0: the mean stays
+    # in the risk, as it stays in these students' dynamics)
+    for key, B, icpt in (("dR", "teacher", True), ("dR_trained_head", "trained_head", True),
+                         ("dR_no_intercept", "teacher", False)):
         try:
-            f0, fE = fixed_ball_refits(S, [p0, pE], T, budget=B, features="coefficient")
+            f0, fE = fixed_ball_refits(S, [p0, pE], T, budget=B, features="coefficient",
+                                       intercept=icpt)
         except ValueError:      # e.g. no teacher coefficient norm for gated teachers
             continue
         out[key] = (f0.lower - fE.risk) / VY - 1e-5
@@ -150,8 +156,16 @@ def _m_figure1(rec, arrs):
     return out
 
 
+def _m_plateau_alignment(rec, arrs):
+    """E and the uncertified gains at E of one run (the verdict itself is
+    :func:`proofs_checks.plateau_alignment.check_store_paper`)."""
+    out = _m_table2(rec, arrs)
+    return {k: out[k] for k in ("E", "E_delta", "dA_min", "dA_mean", "dR", "R_0", "R_E") if k in out}
+
+
 _MEASURE = {"table1": _m_table1, "figure1": _m_figure1, "table2": _m_table2,
-            "table3": _m_swiglu, "table6": _m_swiglu}
+            "table3": _m_swiglu, "table6": _m_swiglu,
+            "plateau_alignment": _m_plateau_alignment}
 
 
 def _row_of(name, rec):
@@ -264,8 +278,10 @@ def render(name: str, cells: list, *, info: dict) -> str:
                  f"(each run's own wall time)")
     lines.append(f"- paper values: seed 003 lines cited per cell; statistic: {pv['statistic']}")
     lines.append("")
-    lines.append("| row | quantity | paper (line) | popdyn [95% CI] | range | diff | verdict | goal |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    if cells:
+        lines.append("| row | quantity | paper (line) | popdyn [95% CI] | range | diff | verdict "
+                     "| goal |")
+        lines.append("|---|---|---|---|---|---|---|---|")
     for c in cells:
         pr = _fmt(c["paper"]) + (f" {_fmt(c['paper_range'])}" if "paper_range" in c else "")
         if c.get("ours") is None:
@@ -380,7 +396,57 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
                              if missing else ""),
             "wall": wall, "run_time": run_cpu, "computed": computed, "stored": stored, "workers": workers or "default",
             "store": str(st.root), "extra": extra}
-    return {"cells": cells, "rows": rows, "info": info, "text": render(name, cells, info=info)}
+    text = render(name, cells, info=info)
+    out = {"cells": cells, "rows": rows, "info": info}
+    if name == "plateau_alignment":
+        out["verdict"] = _check_paper(st, keys, info)
+        text += "\n" + _render_check(out["verdict"], info["check_wall"])
+    out["text"] = text
+    return out
+
+
+def _check_paper(st, keys, info):
+    from proofs_checks.plateau_alignment import check_store_paper
+
+    t0 = time.perf_counter()
+    v = check_store_paper(st, [k for k in dict.fromkeys(keys) if st.has(k)],
+                          settings={"command": info["command"], "store": info["store"]})
+    info["check_wall"] = time.perf_counter() - t0
+    return v
+
+
+def _render_check(v, wall=None) -> str:
+    """The verdict block of ``plateau_alignment``: overall verdict, headline margin, and per
+    teacher and claim the pass / fail / undecided counts with the lower bracket ends."""
+    lines = [f"**Verdict: {v.verdict}** ({v.provenance}); headline part `{_headline(v)}`: "
+             f"bracket [{v.bracket[0]:.4f}, {v.bracket[1]:.4f}] against {v.constant:g}, "
+             f"margin {v.margin:+.4f}."
+             + ("" if wall is None else f" The check itself took {wall:.0f} s (certified "
+                f"alignments at 0 and E, fixed-ball refits)."), ""]
+    groups = {}
+    for p in v.parts:
+        claim, _, rest = p.name.partition(" ")
+        teacher = rest.rsplit(" seed ", 1)[0]
+        groups.setdefault((teacher, claim, p.role), []).append(p)
+    lines.append("| teacher | claim | role | pass / fail / undecided | lower ends: median [min, max] "
+                 "| smallest margin |")
+    lines.append("|---|---|---|---|---|---|")
+    for (teacher, claim, role), ps in groups.items():
+        cnt = {k: sum(p.verdict == k for p in ps) for k in ("pass", "fail", "undecided")}
+        lo = np.array([p.bracket[0] for p in ps])
+        lines.append(f"| {teacher} | {claim} ≥ {ps[0].constant:g} | {role} | {cnt['pass']} / "
+                     f"{cnt['fail']} / {cnt['undecided']} | {np.median(lo):.4f} [{lo.min():.4f}, "
+                     f"{lo.max():.4f}] | {min(p.margin for p in ps):+.4f} |")
+    lines.append("")
+    lines += [f"- {n}" for n in v.notes if n.startswith("reading") or "no run" in n]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(v):
+    for p in v.parts:
+        if p.bracket == v.bracket and p.margin == v.margin:
+            return p.name
+    return "?"
 
 
 _BEGIN = "<!-- reproduce:{name} begin -->"
