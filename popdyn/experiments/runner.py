@@ -45,6 +45,7 @@ import time
 
 import numpy as np
 
+from ..family import family_of
 from .store import CHECKPOINT_FORMAT, SCHEMA, Store, _clean, dumps, run_key
 
 __all__ = ["run_one", "spec_key", "build"]
@@ -105,25 +106,21 @@ SWIGLU_FIELDS = ("a", "G", "V", "c")
 
 
 def param_fields(student) -> tuple:
-    """The names of the stored parameter arrays of ``student``'s family."""
-    return SWIGLU_FIELDS if getattr(student, "activation", None) == "swiglu" else ORDINARY_FIELDS
+    """The names of the stored parameter arrays of ``student``'s family (``family.fields``)."""
+    return family_of(student).fields
 
 
 def params_from(student, arrays, i=None, prefix=""):
-    """Params (or SwiGLUParams) from stored arrays (snapshot ``i``, or the ``p_*`` state)."""
-    f = param_fields(student)
-    vals = [arrays[prefix + k] if i is None else arrays[prefix + k][i] for k in f]
-    if f == SWIGLU_FIELDS:
-        from ..swiglu import SwiGLUParams
-        return SwiGLUParams(vals[0], vals[1], vals[2], float(vals[3]))
-    from ..models import Params
-    return Params(vals[0], vals[1], vals[2], float(vals[3]))
+    """The family's parameter container from stored arrays (snapshot ``i``, or the ``p_*``
+    state)."""
+    fam = family_of(student)
+    vals = {k: arrays[prefix + k] if i is None else arrays[prefix + k][i] for k in fam.fields}
+    vals["c"] = float(vals["c"])
+    return fam.params_type(**vals)
 
 
-def _params_arrays(p):
-    if hasattr(p, "G"):
-        return {"a": p.a, "G": p.G, "V": p.V, "c": np.array(p.c)}
-    return {"a": p.a, "W": p.W, "b": p.b, "c": np.array(p.c)}
+def _params_arrays(p, fields):
+    return {k: (np.array(p.c) if k == "c" else getattr(p, k)) for k in fields}
 
 
 class _Acc:
@@ -310,7 +307,7 @@ def _run_one(spec, store_root, _stop_after_segments):
         meta = {"schema": SCHEMA, "format": CHECKPOINT_FORMAT, "parts": acc.parts, "n0": n0,
                 "t0": t0, "h0": h0, "L0": L0, "forced": forced, "ngrad": ngrad, "seg": seg}
         store.write_checkpoint(key, _identity(spec),
-                               {f"p_{k}": v for k, v in _params_arrays(p).items()}, meta)
+                               {f"p_{k}": v for k, v in _params_arrays(p, param_fields(student)).items()}, meta)
         if _stop_after_segments is not None and seg >= _stop_after_segments:
             return {"key": key, "status": "interrupted", "skipped": False, "resumed": resumed,
                     "wall": time.perf_counter() - wall0}
