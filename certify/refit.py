@@ -237,6 +237,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     kind = check_kind(kind)
     _check(student, params, teacher)
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
+    if student.family.name != "ridge":
+        raise CertificationError(
+            f"certified refit covers ridge students, not {student.family.label} students",
+            hint="use popdyn.diagnostics.refit_risk for a float64 value")
     if not student_supported(student):
         raise CertificationError(
             f"certified refit covers relu / leaky_relu students, not {student.activation!r}",

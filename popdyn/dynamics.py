@@ -31,7 +31,7 @@ import numpy as np
 from ._notice import compile_notice
 from . import _validate as V
 from ._hermite_bridge import _link_coeffs, _link_order, _link_target
-from ._kernels.fused import CONVERGED, DIVERGED, DIVERGED_STEP, pl_gd, pl_loss_grad
+from ._kernels import fused as _fk     # looked up at each call (benchmarks wrap pl_gd)
 from .family import family_of
 from .models import Params, Student
 from .teachers import Teacher
@@ -136,7 +136,7 @@ class _Recorder:
 
 def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max,
               max_updates, max_time, loss_target, explode, schedule) -> dict:
-    """Validated integrator settings shared by :func:`train` and :func:`popdyn.swiglu.train`."""
+    """Validated integrator settings of :func:`train` (every student family)."""
     V.choice("method", method, METHODS)
     out = dict(method=method, lr=V.real("lr", lr, positive=True),
                ma=V.real("head_lr_mult", head_lr_mult, nonnegative=True),
@@ -246,7 +246,7 @@ class _Fused:
 
     def __init__(self, student, teacher, tables):
         self.student, self.teacher, self.tables = student, teacher, tables
-        self._kernel = pl_loss_grad
+        self._kernel = _fk.pl_loss_grad
         self.p, self.q = float(student.act.p), float(student.act.q)
         self.s = float(student.s)
 
@@ -318,21 +318,21 @@ class _Fused:
                 nxt = min([nxt] + [e for e in early if e > n])
                 nmax = min(nxt, max_updates) - n
                 buf_l, buf_t = np.empty(nmax), np.empty(nmax)
-                done, code, c, L, gc, t = pl_gd(
+                done, code, c, L, gc, t = _fk.pl_gd(
                     nmax, t, lr, h, h * ma, h * mb, h * mc, max_time, bound, VY, loss_target,
                     self.p, self.q, self.s, a, W, b, float(c), L, st.bias, st.intercept,
                     *self.tables, ga, gW, gb, float(gc), buf_l, buf_t)
-                ngrad += done + (1 if code == DIVERGED else 0)
+                ngrad += done + (1 if code == _fk.DIVERGED else 0)
                 losses.extend(buf_l[:done].tolist())
                 ts.extend(buf_t[:done].tolist())
                 ns.extend(range(n + 1, n + done + 1))
                 n += done
-                if code in (DIVERGED, DIVERGED_STEP):
+                if code in (_fk.DIVERGED, _fk.DIVERGED_STEP):
                     status = "diverged"
                     break
                 if n in schedule:
                     rec.add(n, t, Params(a, W, b, c), L)
-                if code == CONVERGED:
+                if code == _fk.CONVERGED:
                     status = "converged"
                     break
                 if done < nmax:          # stopped by max_time

@@ -34,6 +34,10 @@ from . import _validate as V
 #: registered families: name -> class (called with the student to bind it)
 _REGISTRY: dict = {}
 
+#: default of ``check``'s ``teacher``: no teacher to validate (``None`` itself is validated, and
+#: refused, since every function that takes a teacher needs one)
+NO_TEACHER = object()
+
 
 def register(name: str, cls) -> None:
     """Register the family class ``cls`` under ``name`` (one line in each family module)."""
@@ -89,8 +93,8 @@ class StudentFamily(Protocol):
     refit_kinds: tuple
     geometry_kind: str
 
-    def check(self, params, teacher=None, *, name: str = "params"):
-        """Validate ``params`` (and ``teacher``, when given) for this student."""
+    def check(self, params, teacher=NO_TEACHER, *, name: str = "params"):
+        """Validate ``params`` (and ``teacher``, unless it is :data:`NO_TEACHER`)."""
 
     def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
         """The population moments ``need`` asks for: ``"loss"``, ``"grad"`` or ``"values"``

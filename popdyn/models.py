@@ -273,11 +273,16 @@ class RidgeFamily:
     def __init__(self, student):
         self.student = student
 
+    def shapes(self) -> dict:
+        """Per-state shape of each stored field (``c`` is a scalar)."""
+        m, d = self.student.m, self.student.d
+        return {"a": (m,), "W": (m, d), "b": (m,), "c": ()}
+
     # -- validation
-    def check(self, params, teacher=None, *, name: str = "params"):
+    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
         st = self.student
         st.check(params, name)
-        if teacher is not None:
+        if teacher is not _family.NO_TEACHER:
             check_teacher(st, teacher)
         return params
 

@@ -70,6 +70,9 @@ class SkipFamily(RidgeFamily):
         super().__init__(student)
         self._tau = {}
 
+    def shapes(self) -> dict:
+        return {**super().shapes(), "v": (self.student.d,)}
+
     # -- moments
     def _teacher_tau(self, teacher, tol):
         """τ = E[y x] (d,), cached per teacher (teachers are immutable)."""

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -699,8 +698,15 @@ class SwiGLUFamily:
         self.student = student
         self.fitted_intercept = student.intercept
 
-    def check(self, params, teacher=None, *, name: str = "params"):
-        _check(self.student, params, teacher, need_teacher=False)
+    def shapes(self) -> dict:
+        m, d = self.student.m, self.student.d
+        return {"a": (m,), "G": (m, d), "V": (m, d), "c": ()}
+
+    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
+        if teacher is _family.NO_TEACHER:
+            _check(self.student, params, None, need_teacher=False)
+        else:
+            _check(self.student, params, teacher)
         return params
 
     def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):

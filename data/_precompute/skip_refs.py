@@ -1,8 +1,9 @@
 """Reference values for the skip student family (issue 18): loss L and ∂L/∂v by mpmath.
 
-Independent of popdyn: every expectation E[φ(p·x + b_p) ψ(q·x + b_q)] over x ~ N(0, I_d) is a
-nested mpmath quadrature over (z1, z2) with p·x = |p| z1 and q·x = (q·p̂) z1 + |q_⊥| z2 (split at
-the relu kinks), at 35 significant digits; L = ½(E f² − 2E fy + E y²) is expanded into such
+Independent of popdyn: every expectation E[φ(p·x + b_p) ψ(q·x + b_q)] over x ~ N(0, I_d) is an
+mpmath quadrature over z1 (p·x = |p| z1, split at the relu kink) of φ times the conditional
+expectation of ψ given z1 (q·x = (q·p̂) z1 + |q_⊥| Z2): in closed form for the polynomial ψ
+(Gaussian moments of m + sZ2), otherwise (smooth ψ) by an inner quadrature, at 35 digits; L = ½(E f² − 2E fy + E y²) is expanded into such
 pair terms, and ∂L/∂v_k = E[(f − y) x_k] directly (no differentiation).  Inputs are stored as
 exact float64 hex strings.  Student: one neuron, d = 3; teacher y = κ h2(u·x).
 
@@ -33,18 +34,31 @@ def ident(t):
     return t
 
 
+def one(t):
+    return mp.mpf(1)
+
+
+#: E[ψ(m + sZ)] for the polynomial ψ (Gaussian moments: E[Z] = 0, E[Z²] = 1)
+CLOSED = {one: lambda m, s: mp.mpf(1), ident: lambda m, s: m,
+          h2: lambda m, s: (m * m + s * s - 1) / mp.sqrt(2)}
+
+
 def pair(phi, p, bp, kink_phi, psi, q, bq, kink_psi):
     """E[φ(p·x + bp) ψ(q·x + bq)] by nested quadrature (p ≠ 0)."""
     npn = mp.sqrt(mp.fsum(x * x for x in p))
     ph = [x / npn for x in p]
     qp = mp.fsum(a * b for a, b in zip(q, ph))
-    qperp = mp.sqrt(max(mp.fsum(x * x for x in q) - qp * qp, mp.mpf(0)))
+    qperp2 = mp.fsum(x * x for x in q) - qp * qp
+    # the same direction (p ∥ q): the rounding residue of |q|² − (q·p̂)² is ~1e−35
+    qperp = mp.sqrt(qperp2) if qperp2 > mp.mpf(10) ** (-28) else mp.mpf(0)
     N = lambda z: mp.exp(-z * z / 2) / mp.sqrt(2 * mp.pi)
 
     def inner(z1):
         m = bq + qp * z1
-        if qperp < mp.mpf(10) ** (-30):
+        if qperp == 0:
             return psi(m)
+        if psi in CLOSED:
+            return CLOSED[psi](m, qperp)
         pts = [-mp.inf, -m / qperp, mp.inf] if kink_psi else [-mp.inf, mp.inf]
         return mp.quad(lambda z2: psi(m + qperp * z2) * N(z2), pts)
 
@@ -57,7 +71,6 @@ def reference(act, a, w, b, v, c, u, kappa, s=1):
     a, b, c, kappa = map(mp.mpf, (a, b, c, kappa))
     w, v, u = ([mp.mpf(x) for x in y] for y in (w, v, u))
     z0 = mp.mpf(0)
-    one = lambda t: mp.mpf(1)
     Ess = pair(sig, w, b, kink, sig, w, b, kink)
     Es = pair(sig, w, b, kink, one, w, z0, False)
     Esv = pair(sig, w, b, kink, ident, v, z0, False)

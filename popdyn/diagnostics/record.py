@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..family import family_of
+from ..plateau import plateau
 from .alignment import Alignment, _alignment, alignment, check_subspace
 from .gates import GateGeometry, gate_geometry
 from .geometry import (NeuronGeometry, _histogram_5, _neuron_geometry, snap_to_axes,
@@ -285,8 +286,6 @@ def checkpoints(trajectory, *, delta: float = 1e-3) -> dict:
     ----------
     Seed paper 003, Tables 3–4 ("P is the last diagnostic inside the prefix").
     """
-    from ..plateau import plateau
-
     if not getattr(trajectory, "records", None):
         raise ValueError("`trajectory` has no diagnostic records (train with recorder=...)")
     ell = trajectory.normalized_loss

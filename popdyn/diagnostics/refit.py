@@ -320,7 +320,7 @@ def _check_budget(kind, budget):
 
 def _check_refit_args(kind, budget, rcond, equilibrate):
     """Validated (budget, rcond, equilibrate) of a refit of ``kind`` (already checked): shared by
-    :func:`refit_risk`, :func:`popdyn.swiglu.refit_risk` and :func:`certify.refit_risk`."""
+    :func:`refit_risk` (every student family) and :func:`certify.refit_risk`."""
     budget = _check_budget(kind, budget)
     rcond = V.real("rcond", rcond, positive=True)
     if not rcond < 1:

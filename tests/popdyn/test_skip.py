@@ -21,7 +21,6 @@ def _h(x):
     return [float.fromhex(y) for y in x] if isinstance(x, list) else float.fromhex(x)
 
 
-@pytest.mark.skipif(not os.path.exists(REFS), reason="data/refs/skip_refs.json not precomputed")
 @pytest.mark.parametrize("i", [0, 1])
 def test_loss_and_grad_v_against_mpmath(i):
     with open(REFS) as fh:
