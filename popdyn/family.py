@@ -73,7 +73,8 @@ class StudentFamily(Protocol):
     Attributes
     ----------
     name : str
-        Registry name (``"ridge"``, ``"skip"``, ``"swiglu"``).
+        Registry name (``"ridge"``, ``"skip"``, ``"swiglu"``); ``label`` is the name used in
+        messages (``"relu-family"``, ``"skip"``, ``"SwiGLU"``).
     student
         The student this family object is bound to.
     fields : tuple of str
@@ -84,11 +85,24 @@ class StudentFamily(Protocol):
         The frozen-feature refit kinds defined for the family.
     geometry_kind : str
         ``"neuron"`` (ridge neurons: angle histograms) or ``"gate"`` (SwiGLU gate geometry).
+    first_layer : str or None
+        The (m, d) field the ``projected`` refit snaps to the teacher axes.
+    fused : bool
+        Whether the fused piecewise-linear kernels of :mod:`popdyn.dynamics` apply.
     fitted_intercept : bool
         True when the intercept is refitted exactly at every visited state (profiled loss).
+
+    Methods (besides those below): ``shapes()`` (per-state shape of each field),
+    ``loss_info(params, teacher, M)`` (``{"error", "order", ...}`` of ``full_output``),
+    ``loss_scale`` (the size of the loss's terms, for rounding bounds), ``loss_and_grad``, and
+    the integrators' hooks ``clock()`` → (κ, time scale), ``standard_clock()`` (when the time
+    scale is not 1), ``rates(ma, mb, mc)``, ``train_info(cfg, rates)``,
+    ``evaluate(params, teacher, tol)`` → (L, ∇L, params′), ``axpy(p, g, h, rates)``,
+    ``diff_norm(p, q)``.
     """
 
     name: str
+    label: str
     fields: tuple
     refit_kinds: tuple
     geometry_kind: str
@@ -96,9 +110,12 @@ class StudentFamily(Protocol):
     def check(self, params, teacher=NO_TEACHER, *, name: str = "params"):
         """Validate ``params`` (and ``teacher``, unless it is :data:`NO_TEACHER`)."""
 
+    def shapes(self) -> dict:
+        """Per-state shape of each field of :attr:`fields` (``c``: ``()``)."""
+
     def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
-        """The population moments ``need`` asks for: ``"loss"``, ``"grad"`` or ``"values"``
-        (what the AGOP and the refit problem use) against ``teacher`` (None: student-only)."""
+        """The population moments ``need`` asks for: ``"loss"``, ``"grad"``, ``"values"``
+        (what the AGOP and the refit problem use) or ``"student"`` (no teacher terms)."""
 
     def loss(self, params, teacher, M) -> float:
         """L = ½E[(f − y)²] from moments ``M``."""
@@ -117,6 +134,15 @@ class StudentFamily(Protocol):
 
     def fit_intercept(self, params, teacher):
         """``params`` with the intercept at its exact minimizer."""
+
+    def evaluate(self, params, teacher, tol):
+        """(L, ∇L, params′) at ``params`` for the integrators (params′: intercept refitted)."""
+
+    def axpy(self, p, g, h, rates):
+        """p − h·(rates ∘ g)."""
+
+    def diff_norm(self, p, q) -> float:
+        """The parameter-space distance of the step-doubling rule."""
 
 
 @dataclass(frozen=True, eq=False)
