@@ -31,7 +31,6 @@ import numpy as np
 from ._notice import compile_notice
 from . import _validate as V
 from ._hermite_bridge import _link_coeffs, _link_order, _link_target
-from ._kernels import fused as _fk     # looked up at each call (benchmarks wrap pl_gd)
 from .family import family_of
 from .models import Params, Student
 from .teachers import Teacher
@@ -245,6 +244,11 @@ class _Fused:
     and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
 
     def __init__(self, student, teacher, tables):
+        # the fused kernels load on first use (CLI start-up), and pl_gd is looked up at each
+        # call (benchmarks/bench_sweep.py wraps it)
+        from ._kernels import fused as _fk
+
+        self._fk = _fk
         self.student, self.teacher, self.tables = student, teacher, tables
         self._kernel = _fk.pl_loss_grad
         self.p, self.q = float(student.act.p), float(student.act.q)
@@ -297,6 +301,7 @@ class _Fused:
 
     def integrate_gd(self, p0: Params, rec, VY, cfg, kappa, ma, mb, mc):
         """:func:`_integrate` for method "gd" with the updates between snapshots in numba."""
+        _fk = self._fk
         lr, max_updates, max_time = cfg["lr"], cfg["max_updates"], cfg["max_time"]
         loss_target, schedule = cfg["loss_target"], cfg["schedule"]
         L, g, _ = self.evaluate(p0)

@@ -56,7 +56,6 @@ import functools
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 from scipy import special
 
@@ -64,7 +63,6 @@ from . import _validate as V
 from ._hermite import unit_coefficients
 from ._kernels import swiglu as _ks
 from ._moments import UnitSet, cross_moments, moments, student_units
-from .links import get_link
 
 GATES = ("id", "gelu", "tanh", "relu", "rotation")
 
@@ -188,6 +186,8 @@ def _gelu_coeffs(N=200):
     Φ̂_0 = 1/2; for odd n, E[Φ He_n] = E[φ He_{n−1}] = (−1/2)^{(n−1)/2}(n−2)!!/(2√π); the
     Jacobi operator (z f)^_n = √(n+1) f̂_{n+1} + √n f̂_{n−1} then gives GELU.
     """
+    import mpmath                # heavy: loaded on first use (CLI start-up)
+
     ctx = mpmath.MPContext()
     ctx.dps = 40
     M = N + 2
@@ -207,6 +207,10 @@ def _gelu_coeffs(N=200):
 
 @functools.lru_cache(maxsize=None)
 def _relu_gate(N=512):
+    import mpmath                    # heavy: loaded on first use (CLI start-up)
+
+    from .links import get_link      # links loads mpmath: on first use (CLI start-up)
+
     lk = get_link("relu")
     ctx = mpmath.MPContext()
     ctx.dps = 30
@@ -225,6 +229,8 @@ def _relu_gate(N=512):
 
 @functools.lru_cache(maxsize=None)
 def _tanh_gate():
+    from .links import get_link      # links loads mpmath: on first use (CLI start-up)
+
     lk = get_link("tanh")
     return lk.coefficients_full(lk.N_tab), float(lk.second_moment), float(lk.t2[-1])
 

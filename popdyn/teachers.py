@@ -16,7 +16,6 @@ import numpy as np
 from . import _validate as V
 from ._moments import teacher_self_moments
 from .activations import Activation, get_activation
-from .links import get_link
 from .multi_index import gated_function, tensor_function
 
 
@@ -44,6 +43,8 @@ class Teacher:
         :class:`popdyn.links.Link` (e.g. a positive mixture).  ``kappa`` defaults to ones.
         The teacher is *not* normalized; use :meth:`normalized` explicitly for unit variance.
         """
+
+        from .links import get_link      # links loads mpmath: on first use (CLI start-up)
 
         U = V.array("U", U, (None, None))
         if U.shape[0] == 0 or U.shape[1] == 0:
