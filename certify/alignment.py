@@ -44,8 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.diagnostics.alignment import check_subspace
+from popdyn.family import family_of
 
 from . import _arb as A
+from . import _families
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, student_supported
@@ -166,8 +169,6 @@ def alignment_from_matrix(M, U, *, prec: int = 128, provenance: str = "rigorous"
     This is the second half of :func:`alignment`; it is public so that the recipe can be
     checked on matrices whose gap is controlled.
     """
-    from popdyn.diagnostics.alignment import check_subspace
-
     prec = A.check_prec(prec)
     with A.workprec(prec):
         if isinstance(M, arb_mat):
@@ -299,15 +300,14 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
     ----------
     Seed paper 003 (AGOP alignment); DESIGN.md §5, §6 (recipe).
     """
-    from popdyn.diagnostics.agop import _check_student
-    from popdyn.diagnostics.alignment import check_subspace
-    from popdyn.swiglu import SwiGLUStudent
-
     prec = A.check_prec(prec)
-    if isinstance(student, SwiGLUStudent):       # SwiGLU students: certify.swiglu (issue 4)
-        from .swiglu import swiglu_alignment
-        return swiglu_alignment(student, params, U, prec=prec)
-    _check_student(student, params)
+    fam = family_of(student)
+    if fam.name in _families.ALIGNMENT:          # e.g. SwiGLU students: certify.swiglu (issue 4)
+        return _families.ALIGNMENT[fam.name](student, params, U, prec=prec)
+    fam.check(params)
+    if fam.name != "ridge":
+        raise CertificationError(f"certified AGOP alignment is not implemented for {fam.label} "
+                                 "students", hint="use popdyn.diagnostics.alignment for a float64 value")
     U = check_subspace(U, student.d)
     if not student_supported(student):
         raise CertificationError(

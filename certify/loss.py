@@ -24,8 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.family import family_of
+from popdyn.objective import population_loss
 
 from . import _arb as A
+from . import _families
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, student_supported, teacher_supported
@@ -69,9 +72,7 @@ class LossBracket:
 
 
 def _check_inputs(student, params, teacher):
-    from popdyn.objective import _check
-
-    _check(student, params, teacher)
+    family_of(student).check(params, teacher)
 
 
 def _scale(student):
@@ -141,18 +142,21 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
     ----------
     DESIGN.md §3 (moments), §6 (brackets); :mod:`popdyn.objective` (formulas).
     """
-    from popdyn.swiglu import SwiGLUStudent
-
     prec = A.check_prec(prec)
     if not isinstance(grad, bool):
         raise TypeError(f"`grad` must be a bool, got {grad!r}")
-    if isinstance(student, SwiGLUStudent):       # SwiGLU students: certify.swiglu (issue 4)
+    fam = family_of(student)
+    if fam.name in _families.LOSS:       # e.g. SwiGLU students: certify.swiglu (issue 4)
         if grad:
-            raise CertificationError("the gradient of a SwiGLU student is not certified",
+            raise CertificationError(f"the gradient of a {fam.label} student is not certified",
                                      hint="grad=False (the loss), or popdyn.population_grad")
-        from .swiglu import swiglu_loss
-        return swiglu_loss(student, params, teacher, prec=prec)
+        return _families.LOSS[fam.name](student, params, teacher, prec=prec)
     _check_inputs(student, params, teacher)
+    if fam.name != "ridge":              # no certified moments for this family's extra terms
+        if grad:
+            raise CertificationError(f"the gradient of a {fam.label} student is not certified",
+                                     hint="grad=False (the loss), or popdyn.population_grad")
+        return _numerical_loss(student, params, teacher, prec)
     if teacher.kind not in ("network", "additive"):
         raise CertificationError(
             f"brackets for {teacher.kind!r} (gated / multi-index) teachers with ordinary students "
@@ -235,16 +239,9 @@ def _grad(student, params, teacher, CM, s, a, c, prov):
 
 def _numerical_loss(student, params, teacher, prec):
     """Float64 engine value ± (2 × its estimated series error + 1e−13 × the loss scale)."""
-    import popdyn
-    from popdyn._moments import moments
-
-    L, info = popdyn.population_loss(student, params, teacher, full_output=True)
-    M = moments(student, params, teacher, grad=False)
-    s = student.s
-    aa, cc = np.abs(params.a), abs(params.c)
-    scale = 0.5 * (s * s * (aa @ np.abs(M.C) @ aa) + 2 * s * cc * (aa @ np.abs(M.mu0)) + cc * cc
-                   + 2 * s * (aa @ (np.abs(M.Ct) @ np.abs(teacher.weights)))
-                   + 2 * cc * abs(teacher.mean) + teacher.second_moment)
+    fam = family_of(student)
+    L, info = population_loss(student, params, teacher, full_output=True)
+    scale = fam.loss_scale(params, teacher, fam.moments(params, teacher, need="loss"))
     err = 2.0 * float(info["error"]) + 1e-13 * scale
     if not np.isfinite(err):
         raise CertificationError("the float64 engine gave no finite error estimate",

@@ -43,6 +43,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
+from popdyn.diagnostics.refit import (_check_refit_args, check_kind, solve_ball,
+                                      solve_cutoff)
+from popdyn.family import RefitProblem
+from popdyn.objective import _check
 
 from . import _arb as A
 from .bracket import Bracket
@@ -229,14 +234,14 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ----------
     Seed paper 003 (refit MSE); DESIGN.md §5, §6 (Lagrangian dual lower bound).
     """
-    from popdyn.diagnostics.refit import (RefitProblem, _check_refit_args, check_kind,
-                                          solve_ball, solve_cutoff)
-    from popdyn.objective import _check
-
     prec = A.check_prec(prec)
     kind = check_kind(kind)
     _check(student, params, teacher)
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
+    if student.family.name != "ridge":
+        raise CertificationError(
+            f"certified refit covers ridge students, not {student.family.label} students",
+            hint="use popdyn.diagnostics.refit_risk for a float64 value")
     if not student_supported(student):
         raise CertificationError(
             f"certified refit covers relu / leaky_relu students, not {student.activation!r}",
@@ -246,8 +251,6 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
     if kind == "projected":
-        from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
-
         Sx, axes = teacher_frame(teacher if U is None else U, student.d)
         params = params.replace(W=snap_to_axes(params.W, Sx, axes))
     elif U is not None:

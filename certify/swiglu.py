@@ -62,8 +62,12 @@ from fractions import Fraction
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn import swiglu as sw
+from popdyn.swiglu import SwiGLUStudent, silu_coefficients
+from popdyn.teachers import Teacher
 
 from . import _arb as A
+from . import _families
 from . import _mehler as _mh
 from .alignment import AlignmentBracket, _symmetrize, alignment_from_matrix
 from .bracket import Bracket
@@ -418,7 +422,6 @@ def _teacher_poly(teacher):
 
 # ------------------------------------------------------------------------------ public API
 def _check(student, params, prec):
-    from popdyn.swiglu import SwiGLUStudent
     prec = A.check_prec(prec)
     if not isinstance(student, SwiGLUStudent):
         raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
@@ -427,7 +430,6 @@ def _check(student, params, prec):
 
 
 def _order(student, params):
-    from popdyn.swiglu import silu_coefficients
     al = np.sqrt(np.einsum("ij,ij->i", params.G, params.G))
     _, N, _ = silu_coefficients(al)
     return int(N) + 8
@@ -456,7 +458,6 @@ def _inner(X, Y):
 
 
 def _numerical_loss(student, params, teacher, prec, why):
-    from popdyn import swiglu as sw
     L, info = sw.population_loss(student, params, teacher, full_output=True)
     Mo = sw.moments(student, params, teacher)
     a, c = np.abs(params.a), abs(params.c)
@@ -490,7 +491,6 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     (the float engine's value and error estimate) for every other teacher.  Reached through
     :func:`certify.loss`, which dispatches SwiGLU students here.
     """
-    from popdyn.teachers import Teacher
     prec = _check(student, params, prec)
     if not isinstance(teacher, Teacher):
         raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
@@ -611,3 +611,6 @@ def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket
     """
     M = swiglu_agop_enclosure(student, params, prec=prec)
     return alignment_from_matrix(M, U, prec=prec, provenance="rigorous")
+
+
+_families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment)

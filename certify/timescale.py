@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from flint import arb
+from popdyn import _validate as V
 
 from . import _arb as A
 from .bracket import Bracket
@@ -116,8 +117,6 @@ def crossing_bracket(times, values, level, *, direction: str = "down") -> Bracke
     recorded values.  Raises ``CertificationError`` if there is no crossing (run longer) or
     the series starts past the level.
     """
-    from popdyn import _validate as V
-
     t, v = _check_series(times, values)
     level = V.real("level", level)
     V.choice("direction", direction, DIRECTIONS)
@@ -163,8 +162,6 @@ def timescale(run, level, *, h: float, refinements: int = 2, direction: str = "d
     CertificationError
         No crossing, or refinement not converging ("try a finer step").
     """
-    from popdyn import _validate as V
-
     h = V.real("h", h, positive=True)
     refinements = V.positive_int("refinements", refinements)
     safety = V.real("safety", safety, positive=True)

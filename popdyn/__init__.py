@@ -6,7 +6,7 @@ Public API (see README.md): :class:`Student`, :class:`Params`, :class:`SwiGLUStu
 :class:`Schedule`, :func:`plateau`; diagnostics :func:`agop`, :func:`alignment`,
 :func:`refit_risk` (more in :mod:`popdyn.diagnostics`).
 """
-from . import finite, gauge
+from . import family, finite, gauge, skip  # skip: registers the ``skip`` student family
 from .activations import ACTIVATIONS
 from .diagnostics import agop, alignment, refit_risk
 from .dynamics import Schedule, Trajectory, train

@@ -12,10 +12,22 @@ import numpy as np
 
 from ._hermite import Tails, unit_coefficients
 from ._hermite import mehler_moment_internal as mehler_moment
+from ._kernels import hermite as _kh
+from ._kernels import mehler as _km
+from ._kernels.geometry import pair_geometry
+
+
+def geometry(u1, u2):
+    """(R, 1 − R, 1 + R) of two unit sets (ρ_ij = θ_i·θ_j with the complements computed
+    accurately by :func:`popdyn._kernels.geometry.pair_geometry`)."""
+    R = np.ascontiguousarray(u1.theta @ u2.theta.T)
+    OMR = np.empty_like(R)
+    OPR = np.empty_like(R)
+    pair_geometry(u1.theta, u1.ok, u2.theta, u2.ok, R, OMR, OPR)
+    return R, OMR, OPR
 
 
 def _geometry(u1, u2):
-    from ._moments import geometry
     return geometry(u1, u2)[0]
 
 
@@ -125,9 +137,6 @@ def _link_values(g, k: int):
 def pl_vs_link_values(su, tu):
     """Ct of :func:`pl_vs_link_hermite` alone (value moments E[σ_i H_t], no error estimate):
     the same Mehler sum of the same coefficient rows, so bit-identical to its ``Ct``."""
-    from ._kernels import hermite as _kh
-    from ._kernels import mehler as _km
-
     N, Y = _link_values(tu.link, tu.n)
     n = max(int(N), 1)               # the PL student rows' order, as in _coeffs
     m = su.n

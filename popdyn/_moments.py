@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels.geometry import pair_geometry
+from . import _hermite_bridge as hb
+from ._hermite_bridge import geometry
 from ._kernels import plmoments as _pl
 
 # tolerances of the closed-form kernels, always passed explicitly (numba dispatches defaulted
@@ -70,14 +71,6 @@ def teacher_units(teacher) -> UnitSet:
     if act.kind == "pl":
         return UnitSet("pl", al, be, th, np.full(k, act.p), np.full(k, act.q))
     return UnitSet("smooth", al, be, th, code=act.code)
-
-
-def geometry(u1: UnitSet, u2: UnitSet):
-    R = np.ascontiguousarray(u1.theta @ u2.theta.T)
-    OMR = np.empty_like(R)
-    OPR = np.empty_like(R)
-    pair_geometry(u1.theta, u1.ok, u2.theta, u2.ok, R, OMR, OPR)
-    return R, OMR, OPR
 
 
 @dataclass
@@ -138,7 +131,6 @@ def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
         C, B, A, D, mu0, mu1, mu2 = _pl_self(su)
         errC = np.zeros((m, m)); errmu0 = np.zeros(m)
     else:
-        from . import _hermite_bridge as hb
         (C, B, A, D, mu0, mu1, mu2, errC, errmu0, order) = hb.smooth_self(su, rtol)
     M = Moments(C=C, mu0=mu0, Ct=np.zeros((m, 0)), B=B, A=A, D=D, mu1=mu1, mu2=mu2,
                 theta=su.theta, errC=errC, errCt=np.zeros((m, 0)), errmu0=errmu0, order=order)
@@ -176,7 +168,6 @@ def value_moments(student, params, teacher, *, rtol: float = 1e-10) -> Moments:
     if g.p != 0.0 or g.q != 0.0:
         Ct = _pl_pair(su, tu, np.full(k, g.p), np.full(k, g.q))[0]
     if herm:
-        from . import _hermite_bridge as hb
         Ct = Ct + hb.pl_vs_link_values(su, tu)
     return Moments(C=C, mu0=mu0, Ct=Ct, B=B, A=A, D=D, mu1=mu1, mu2=mu2, theta=su.theta)
 
@@ -195,11 +186,9 @@ def cross_moments(su: UnitSet, tu: UnitSet, rtol: float):
         if g.p != 0.0 or g.q != 0.0:
             Ct, Bt, At, Dt = _pl_pair(su, tu, np.full(k, g.p), np.full(k, g.q))
         if np.any(g.coeffs != 0.0):
-            from . import _hermite_bridge as hb
             c2, b2, a2, d2, e2, order = hb.pl_vs_link_hermite(su, tu, rtol)
             Ct = Ct + c2; Bt = Bt + b2; At = At + a2; Dt = Dt + d2; err = err + e2
         return Ct, Bt, At, Dt, err, order
-    from . import _hermite_bridge as hb
     return hb.hermite_cross(su, tu, rtol)
 
 
@@ -209,6 +198,5 @@ def teacher_self_moments(teacher):
     if tu.kind == "pl":
         C, B, A, D, mu0, mu1, mu2 = _pl_self(tu)
         return mu0, C
-    from . import _hermite_bridge as hb
     C, B, A, D, mu0, mu1, mu2, errC, errmu0, order = hb.smooth_self(tu, 1e-13)
     return mu0, C

@@ -63,6 +63,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _validate as V
+from .diagnostics.refit import KINDS
+from .dynamics import train as _train
+from .models import INIT_CONVENTIONS
+from .swiglu import SwiGLUStudent
 from .dynamics import Schedule
 from .models import Student
 from .teachers import Teacher
@@ -219,7 +224,6 @@ def make_student(table: dict):
                 "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
                 "(v_j·x) + c has no biases, no negative slope and standard scaling): remove "
                 + ("it" if len(extra) == 1 else "them"))
-        from .swiglu import SwiGLUStudent
         t.pop("activation")
         return SwiGLUStudent(**t)
     if "clock" in t:
@@ -369,9 +373,6 @@ def expand(cfg: dict) -> list:
     index, seed index).  Every student, teacher, schedule and train setting is built and checked
     here, so a malformed value raises before any run starts.
     """
-    from . import _validate as V
-    from .diagnostics.refit import KINDS
-
     runs = []
     teachers = teachers_of(cfg)
     settings = settings_of(cfg)
@@ -400,7 +401,6 @@ def expand(cfg: dict) -> list:
         if not isinstance(init["fit_intercept"], bool):
             raise ConfigError(f"[init] fit_intercept must be true or false in {where}")
         if "convention" in init:
-            from .models import INIT_CONVENTIONS
             if init["convention"] not in INIT_CONVENTIONS:
                 close = difflib.get_close_matches(str(init["convention"]), INIT_CONVENTIONS, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -421,12 +421,11 @@ def expand(cfg: dict) -> list:
                     hint = f" Did you mean {close[0]!r}?" if close else ""
                     raise ConfigError(f"[diagnostics] {k}: unknown refit kind {kind!r}; valid: "
                                       f"{list(KINDS)}.{hint}")
-        if is_swiglu(sec["student"]):
-            from .diagnostics.record import SWIGLU_KINDS
-            bad = [k for k in diag["kinds"] if k not in SWIGLU_KINDS]
-            if bad:
-                raise ConfigError(f"[diagnostics] kinds {bad} are not defined for SwiGLU students "
-                                  f"(in {where}); use {list(SWIGLU_KINDS)}")
+        fam = student.family
+        bad = [k for k in diag["kinds"] if k not in fam.refit_kinds]
+        if bad:
+            raise ConfigError(f"[diagnostics] kinds {bad} are not defined for {fam.label} "
+                              f"students (in {where}); use {list(fam.refit_kinds)}")
         for k in ("geometry", "certify"):
             if not isinstance(diag[k], bool):
                 raise ConfigError(f"[diagnostics] {k} must be true or false, got {diag[k]!r}")
@@ -458,13 +457,10 @@ def expand(cfg: dict) -> list:
 
 def _check_train(student, teacher, train, where):
     """Validate [train] by a zero-update call of the integrator (same checks as a real run)."""
-    from .dynamics import train as _train
-
     if "schedule" in train:
         raise ConfigError("[train] has no `schedule` key; use the [schedule] section")
     try:
         if "max_updates" in train:
-            from . import _validate as V
             V.nonneg_int("max_updates", train["max_updates"])
         _train(student, student.init(0, 1.0), teacher, **{**train, "max_updates": 0})
     except (TypeError, ValueError) as exc:

@@ -30,8 +30,10 @@ import numpy as np
 
 from ._notice import compile_notice
 from . import _validate as V
+from ._hermite_bridge import _link_coeffs, _link_order, _link_target
+from .family import family_of
 from .models import Params, Student
-from .objective import _check, loss_and_grad
+from .teachers import Teacher
 
 METHODS = ("gd", "flow")
 STATUSES = ("converged", "horizon", "diverged")
@@ -91,14 +93,17 @@ class Trajectory:
     variance: float
     records: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    #: the parameter container of the snapshots (the student family's ``params_type``)
+    params_type: type = Params
 
     @property
     def normalized_loss(self) -> np.ndarray:
         return 2.0 * self.loss / self.variance
 
-    def snapshot(self, i: int) -> Params:
+    def snapshot(self, i: int):
+        """The state of snapshot ``i`` (a ``params_type`` built from the snapshot fields)."""
         s = self.snapshots
-        return Params(s["a"][i], s["W"][i], s["b"][i], float(s["c"][i]))
+        return self.params_type(**{k: (float(v[i]) if k == "c" else v[i]) for k, v in s.items()})
 
     def __len__(self) -> int:
         return self.snap_n.shape[0]
@@ -130,7 +135,7 @@ class _Recorder:
 
 def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max,
               max_updates, max_time, loss_target, explode, schedule) -> dict:
-    """Validated integrator settings shared by :func:`train` and :func:`popdyn.swiglu.train`."""
+    """Validated integrator settings of :func:`train` (every student family)."""
     V.choice("method", method, METHODS)
     out = dict(method=method, lr=V.real("lr", lr, positive=True),
                ma=V.real("head_lr_mult", head_lr_mult, nonnegative=True),
@@ -239,25 +244,24 @@ class _Fused:
     and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
 
     def __init__(self, student, teacher, tables):
-        from ._kernels.fused import pl_loss_grad
+        # the fused kernels load on first use (CLI start-up), and pl_gd is looked up at each
+        # call (benchmarks/bench_sweep.py wraps it)
+        from ._kernels import fused as _fk
 
+        self._fk = _fk
         self.student, self.teacher, self.tables = student, teacher, tables
-        self._kernel = pl_loss_grad
+        self._kernel = _fk.pl_loss_grad
         self.p, self.q = float(student.act.p), float(student.act.q)
         self.s = float(student.s)
 
     @classmethod
     def make(cls, student, teacher):
         """A :class:`_Fused` for (student, teacher), or None when the pair is not covered."""
-        from .teachers import Teacher
-
-        if not (isinstance(student, Student) and student.act.kind == "pl"
+        if not (student.family.fused and student.act.kind == "pl"
                 and isinstance(teacher, Teacher)):
             return None
         k = teacher.k
         if teacher.kind == "additive":
-            from ._hermite_bridge import _link_coeffs, _link_order, _link_target
-
             g = teacher.link
             tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
             tal, tbe = np.ones(k), np.zeros(k)
@@ -297,8 +301,7 @@ class _Fused:
 
     def integrate_gd(self, p0: Params, rec, VY, cfg, kappa, ma, mb, mc):
         """:func:`_integrate` for method "gd" with the updates between snapshots in numba."""
-        from ._kernels.fused import CONVERGED, DIVERGED, DIVERGED_STEP, pl_gd
-
+        _fk = self._fk
         lr, max_updates, max_time = cfg["lr"], cfg["max_updates"], cfg["max_time"]
         loss_target, schedule = cfg["loss_target"], cfg["schedule"]
         L, g, _ = self.evaluate(p0)
@@ -320,21 +323,21 @@ class _Fused:
                 nxt = min([nxt] + [e for e in early if e > n])
                 nmax = min(nxt, max_updates) - n
                 buf_l, buf_t = np.empty(nmax), np.empty(nmax)
-                done, code, c, L, gc, t = pl_gd(
+                done, code, c, L, gc, t = _fk.pl_gd(
                     nmax, t, lr, h, h * ma, h * mb, h * mc, max_time, bound, VY, loss_target,
                     self.p, self.q, self.s, a, W, b, float(c), L, st.bias, st.intercept,
                     *self.tables, ga, gW, gb, float(gc), buf_l, buf_t)
-                ngrad += done + (1 if code == DIVERGED else 0)
+                ngrad += done + (1 if code == _fk.DIVERGED else 0)
                 losses.extend(buf_l[:done].tolist())
                 ts.extend(buf_t[:done].tolist())
                 ns.extend(range(n + 1, n + done + 1))
                 n += done
-                if code in (DIVERGED, DIVERGED_STEP):
+                if code in (_fk.DIVERGED, _fk.DIVERGED_STEP):
                     status = "diverged"
                     break
                 if n in schedule:
                     rec.add(n, t, Params(a, W, b, c), L)
-                if code == CONVERGED:
+                if code == _fk.CONVERGED:
                     status = "converged"
                     break
                 if done < nmax:          # stopped by max_time
@@ -342,15 +345,6 @@ class _Fused:
         p = Params(a, W, b, c)
         rec.add(n, t, p, L)
         return p, L, n, t, status, losses, ns, ts, ngrad, 0
-
-
-def _axpy(p: Params, g: Params, h: float, ma: float, mb: float, mc: float) -> Params:
-    return Params(p.a - (h * ma) * g.a, p.W - h * g.W, p.b - (h * mb) * g.b, p.c - (h * mc) * g.c)
-
-
-def _diff_norm(p: Params, q: Params) -> float:
-    return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.W - q.W) ** 2)
-                         + np.sum((p.b - q.b) ** 2) + (p.c - q.c) ** 2))
 
 
 def train(student: Student, params: Params, teacher, *, method: str = "flow",
@@ -386,28 +380,24 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     Returns
     -------
     Trajectory
-        (a :class:`popdyn.swiglu.SwiGLUTrajectory` for SwiGLU students, which are trained by
-        :func:`popdyn.swiglu.train` with the same integrators and an exactly fitted intercept).
+        Every student family (:mod:`popdyn.family`) runs through the same integrators: the
+        family supplies the evaluation (SwiGLU: at the exactly fitted intercept), the per-field
+        rates, the update and the step-doubling norm; snapshots hold the family's ``fields``.
     """
     compile_notice()     # one line on stderr when numba's kernel cache is cold
-    if not isinstance(student, Student):
-        from . import swiglu
-        if isinstance(student, swiglu.SwiGLUStudent):
-            return swiglu.train(
-                student, params, teacher, method=method, lr=lr, head_lr_mult=head_lr_mult,
-                bias_lr_mult=bias_lr_mult, intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
-                h_min=h_min, h_max=h_max, max_updates=max_updates, max_time=max_time,
-                loss_target=loss_target, explode=explode, schedule=schedule, recorder=recorder,
-                rtol=rtol)
-    _check(student, params, teacher)
+    fam = family_of(student)
+    fam.check(params, teacher)
+    kappa, tscale = fam.clock()
+    if tscale != 1.0:
+        return _train_rescaled(fam, tscale, params, teacher, method=method, lr=lr,
+                               head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
+                               intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
+                               h_min=h_min, h_max=h_max, max_updates=max_updates,
+                               max_time=max_time, loss_target=loss_target, explode=explode,
+                               schedule=schedule, recorder=recorder, rtol=rtol)
     cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
                     h_max, max_updates, max_time, loss_target, explode, schedule)
-    ma, mb, mc = cfg["ma"], cfg["mb"], cfg["mc"]
-    if not student.bias:
-        mb = 0.0
-    if not student.intercept:
-        mc = 0.0
-    kappa = 1.0 if student.scaling == "standard" else float(student.m)
+    rates = fam.rates(cfg["ma"], cfg["mb"], cfg["mc"])
     VY = teacher.variance
     if not VY > 0:
         raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
@@ -417,25 +407,49 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
         evaluate = fz.evaluate
     else:
         def evaluate(q):
-            Lq, gq = loss_and_grad(student, q, teacher, rtol=rtol, check=False)
-            return Lq, gq, q
+            return fam.evaluate(q, teacher, rtol)
 
     def step(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
-        return _axpy(q, g, h * kappa, ma, mb, mc)
+        return fam.axpy(q, g, h * kappa, rates)
 
     t0 = time.perf_counter()
-    rec = _Recorder(cfg["schedule"], recorder, student, teacher)
+    rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=fam.fields)
     if fz is not None and method == "gd":
         p, L, n, t, status, losses, ns, ts, ngrad, forced = fz.integrate_gd(
-            params, rec, VY, cfg, kappa, ma, mb, mc)
+            params, rec, VY, cfg, kappa, rates["a"], rates["b"], rates["c"])
     else:
         p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
-            evaluate, step, _diff_norm, params, rec, VY, cfg)
+            evaluate, step, fam.diff_norm, params, rec, VY, cfg)
     sn, st, snaps = rec.arrays()
-    info = dict(method=method, lr=cfg["lr"], head_lr_mult=ma, bias_lr_mult=mb,
-                intercept_lr_mult=mc, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
-                h_max=cfg["h_max"], max_updates=cfg["max_updates"], max_time=cfg["max_time"],
+    info = dict(method=method, lr=cfg["lr"], **fam.train_info(cfg, rates), eps=cfg["eps"],
+                h0=cfg["h0"], h_min=cfg["h_min"], h_max=cfg["h_max"],
+                max_updates=cfg["max_updates"], max_time=cfg["max_time"],
                 loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
     return Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
-                      status, p, VY, rec.records, info)
+                      status, p, VY, rec.records, info, fam.params_type)
+
+
+def _train_rescaled(fam, m, params, teacher, *, method, lr, head_lr_mult, h0, h_min, h_max,
+                    max_time, recorder, **kw):
+    """:func:`train` for a family whose reported clock t is the integration clock τ = m·t
+    divided by ``m`` (SwiGLU ``clock="mean_field"``): the standard-clock flow with lr·m,
+    head multiplier head_lr_mult/m² and step bounds and horizon ×m, every time reported as
+    t = τ/m."""
+    student = fam.student
+    # validate on the caller's clock first, so errors name the caller's values
+    _settings(method, lr, head_lr_mult, kw["bias_lr_mult"], kw["intercept_lr_mult"], kw["eps"],
+              h0, h_min, h_max, kw["max_updates"], max_time, kw["loss_target"], kw["explode"],
+              kw["schedule"])
+    rec = None
+    if recorder is not None:
+        def rec(st, p, T, *, n, t, loss):
+            return recorder(student, p, T, n=n, t=t / m, loss=loss)
+    tr = train(fam.standard_clock(), params, teacher, method=method, lr=lr * m,
+               head_lr_mult=head_lr_mult / (m * m), h0=h0 * m, h_min=h_min * m,
+               h_max=h_max * m, max_time=max_time * m, recorder=rec, **kw)
+    tr.t = tr.t / m
+    tr.snap_t = tr.snap_t / m
+    tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
+                   h_max=h_max, max_time=max_time)
+    return tr

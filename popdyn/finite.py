@@ -39,6 +39,8 @@ import numpy as np
 from . import _validate as V
 from .dynamics import Schedule, Trajectory
 from .models import Params, Student
+from .objective import _check as _check_pop
+from .objective import population_loss
 
 METHODS = ("gd", "sgd", "noisy_sgd")
 
@@ -49,6 +51,9 @@ __all__ = ["METHODS", "draw", "empirical_loss", "empirical_loss_and_grad", "deco
 def _check_student(student, params, name="params"):
     if not isinstance(student, Student):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
+    if student.family.name != "ridge":
+        raise ValueError(f"finite-sample training is implemented for ridge students; "
+                         f"a {student.family.label} student (skip=True) is not supported")
     student.check(params, name)
 
 
@@ -170,9 +175,6 @@ def train_finite(student: Student, params: Params, teacher, *, n_samples: int | 
     Trajectory
         ``info`` holds the settings, ``n_samples`` and the wall time.
     """
-    from .objective import _check as _check_pop
-    from .objective import population_loss
-
     _check_pop(student, params, teacher)
     V.choice("method", method, METHODS)
     seed = V.nonneg_int("seed", seed)

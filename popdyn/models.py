@@ -9,7 +9,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import _validate as V
+from . import family as _family
+from . import multi_index as _mi
+from ._moments import moments as _moments, value_moments as _value_moments
 from .activations import Activation, get_activation
+from .family import RefitProblem
+from .teachers import Teacher
+
+_EPS = np.finfo(np.float64).eps
 
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
@@ -68,7 +75,11 @@ class ParamArrays:
 @dataclass(frozen=True)
 class Params(ParamArrays):
     """Parameters of a two-layer student: head ``a`` (m,), first layer ``W`` (m, d), biases ``b`` (m,),
-    intercept ``c`` (float).  Also used for gradients (same shapes).
+    intercept ``c`` (float) and the linear skip ``v`` (d,) of a ``skip=True`` student (zeros
+    otherwise; None gives zeros).  Also used for gradients (same shapes).
+
+    :meth:`flat` / :meth:`from_flat` and :meth:`to_dict` cover (a, W, b, c) only, as before the
+    skip existed (stored layouts unchanged); the skip family handles ``v`` itself.
 
     Arrays are stored as float64 copies; treat instances as immutable (use :meth:`replace`).
     """
@@ -77,6 +88,7 @@ class Params(ParamArrays):
     W: np.ndarray
     b: np.ndarray
     c: float = 0.0
+    v: np.ndarray | None = None
     _ARRAYS = ("a", "W", "b")
 
     def __post_init__(self):
@@ -93,6 +105,21 @@ class Params(ParamArrays):
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "c", float(self.c))
+        if self.v is None:
+            v = np.zeros(W.shape[1])
+        else:
+            v = np.array(self.v, dtype=np.float64)
+            if v.shape != (W.shape[1],):
+                raise ValueError(f"`v` must have shape (d,) = ({W.shape[1]},), got {v.shape}")
+        object.__setattr__(self, "v", v)
+
+    def copy(self):
+        return Params(self.a.copy(), self.W.copy(), self.b.copy(), self.c, self.v.copy())
+
+    def is_finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.W))
+                    and np.all(np.isfinite(self.b)) and np.isfinite(self.c)
+                    and np.all(np.isfinite(self.v)))
 
     @classmethod
     def from_flat(cls, v: np.ndarray, m: int, d: int) -> "Params":
@@ -118,6 +145,12 @@ class Student:
         Whether the output intercept c is trainable (if False, c is fixed at 0).
     scaling : {"standard", "mean_field"}
         s = 1 or s = 1/m.
+    skip : bool
+        Add a learned linear skip connection v·x (``Params.v``, shape (d,)):
+        f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c (the ``skip`` family, :mod:`popdyn.skip`).
+        Default False (the ``ridge`` family; ``Params.v`` must then be zero).
+
+    The student's family (:mod:`popdyn.family`), bound to it, is ``student.family``.
     """
 
     d: int
@@ -127,7 +160,10 @@ class Student:
     bias: bool = True
     intercept: bool = True
     scaling: str = "standard"
+    skip: bool = False
     act: Activation = field(init=False, repr=False, compare=False)
+    family: object = field(init=False, repr=False, compare=False)
+    _is_popdyn_student = True
 
     def __post_init__(self):
         V.positive_int("d", self.d)
@@ -137,7 +173,10 @@ class Student:
             raise TypeError(f"`bias` must be a bool, got {self.bias!r}")
         if not isinstance(self.intercept, bool):
             raise TypeError(f"`intercept` must be a bool, got {self.intercept!r}")
+        if not isinstance(self.skip, bool):
+            raise TypeError(f"`skip` must be a bool, got {self.skip!r}")
         object.__setattr__(self, "act", get_activation(self.activation, self.negative_slope))
+        object.__setattr__(self, "family", _family.get("skip" if self.skip else "ridge")(self))
 
     @property
     def s(self) -> float:
@@ -162,6 +201,11 @@ class Student:
             raise ValueError(f"`{name}.b` must be zero for a student with bias=False")
         if not self.intercept and params.c != 0:
             raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
+        if not np.all(np.isfinite(params.v)):
+            raise ValueError(f"`{name}.v` must be finite (contains NaN or inf)")
+        if not self.skip and np.any(params.v != 0):
+            raise ValueError(f"`{name}.v` must be zero for a student with skip=False "
+                             "(use popdyn.Student(..., skip=True) for a linear skip v·x)")
         return params
 
     def init(self, seed: int, scale: float, teacher=None, *, convention: str = "norm") -> Params:
@@ -186,11 +230,180 @@ class Student:
             b = np.zeros(self.m)
         p = Params(a, W, b, 0.0)
         if teacher is not None and self.intercept:
-            from .objective import fit_intercept
-            p = fit_intercept(self, p, teacher)
+            p = self.family.fit_intercept(p, teacher)
         return p
 
     def __call__(self, params: Params, X: np.ndarray) -> np.ndarray:
         """Evaluate f at the rows of ``X`` (n, d) -- for Monte Carlo and finite-sample training."""
         Z = X @ params.W.T + params.b
-        return self.s * (self.act(Z) @ params.a) + params.c
+        out = self.s * (self.act(Z) @ params.a) + params.c
+        return out + X @ params.v if self.skip else out
+
+
+# ---------------------------------------------------------------------------- the ridge family
+def check_teacher(student, teacher):
+    """``teacher`` must be a popdyn.Teacher of the student's input dimension."""
+    if not isinstance(teacher, Teacher):
+        raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
+    if teacher.d != student.d:
+        raise ValueError(f"`teacher` has input dimension {teacher.d} but the student has d = {student.d}")
+
+
+class RidgeFamily:
+    """The ``ridge`` family (:mod:`popdyn.family` protocol): f(x) = s Σ_j a_j σ(w_j·x + b_j) + c
+    for relu, leaky relu and the smooth activations (DESIGN §3; formulas in
+    :mod:`popdyn.objective`).
+
+    Moments come from :mod:`popdyn._moments` (ridge teachers: additive links and networks) and
+    :mod:`popdyn.multi_index` (multi-index / gated teachers).
+    """
+
+    name = "ridge"
+    label = "relu-family"
+    fields = ("a", "W", "b", "c")
+    params_type = Params
+    refit_kinds = ("unrestricted", "same_budget", "bounded", "projected")
+    geometry_kind = "neuron"
+    #: the (m, d) first-layer field snapped by the ``projected`` refit
+    first_layer = "W"
+    fitted_intercept = False
+    #: the fused PL kernels of :mod:`popdyn.dynamics` apply to this family
+    fused = True
+
+    def __init__(self, student):
+        self.student = student
+
+    def shapes(self) -> dict:
+        """Per-state shape of each stored field (``c`` is a scalar)."""
+        m, d = self.student.m, self.student.d
+        return {"a": (m,), "W": (m, d), "b": (m,), "c": ()}
+
+    # -- validation
+    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
+        st = self.student
+        st.check(params, name)
+        if teacher is not _family.NO_TEACHER:
+            check_teacher(st, teacher)
+        return params
+
+    # -- moments
+    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
+        """``need``: ``"grad"`` (every moment of the gradient), ``"loss"`` (C, μ0, Ct and the
+        error estimates), ``"values"`` (C, B, μ0, Ct: AGOP and refit), ``"student"`` (student
+        moments only; ``teacher`` may be None)."""
+        st = self.student
+        if need == "student" or teacher is None:
+            return _moments(st, params, None, rtol=tol, grad=False, cross=False)
+        if teacher.kind == "multi_index":
+            return _mi.ridge_moments(st, params, teacher, tol, grad=need == "grad")
+        if need == "values":
+            return _value_moments(st, params, teacher, rtol=tol)
+        return _moments(st, params, teacher, rtol=tol, grad=need == "grad")
+
+    # -- objective (DESIGN §3; popdyn.objective module docstring)
+    def loss(self, params, teacher, M) -> float:
+        s, a, c = self.student.s, params.a, params.c
+        v = teacher.weights
+        ey, ey2 = teacher.mean, teacher.second_moment
+        # group terms to limit cancellation: E[(f-y)^2] = E[f^2] - 2E[fy] + E[y^2]
+        ff = s * s * (a @ M.C @ a) + 2.0 * s * c * (a @ M.mu0) + c * c
+        fy = s * (a @ (M.Ct @ v)) + c * ey
+        return 0.5 * (ff - 2.0 * fy + ey2)
+
+    def loss_error(self, params, teacher, M) -> float:
+        s, a, c = self.student.s, np.abs(params.a), abs(params.c)
+        v = np.abs(teacher.weights)
+        return float(0.5 * s * s * (a @ M.errC @ a) + s * (a @ (M.errCt @ v))
+                     + s * c * (a @ M.errmu0))
+
+    def loss_info(self, params, teacher, M) -> dict:
+        """``{"error": loss_error, "order": Hermite order used or None}``."""
+        return {"error": self.loss_error(params, teacher, M), "order": M.order}
+
+    def loss_scale(self, params, teacher, M) -> float:
+        """½ Σ |terms| of :meth:`loss` (the scale of its rounding error)."""
+        s = self.student.s
+        aa, cc = np.abs(params.a), abs(params.c)
+        return 0.5 * (s * s * (aa @ np.abs(M.C) @ aa) + 2 * s * cc * (aa @ np.abs(M.mu0)) + cc * cc
+                      + 2 * s * (aa @ (np.abs(M.Ct) @ np.abs(teacher.weights)))
+                      + 2 * cc * abs(teacher.mean) + teacher.second_moment)
+
+    def grad(self, params, teacher, M) -> Params:
+        student = self.student
+        s, a, c, W = student.s, params.a, params.c, params.W
+        v = teacher.weights
+        ga = s * (s * (M.C @ a) + c * M.mu0 - M.Ct @ v)
+        gc = s * (a @ M.mu0) + c - teacher.mean if student.intercept else 0.0
+        if student.bias:
+            gb = s * a * (s * (M.D @ a) + c * M.mu1 - M.Dt @ v)
+        else:
+            gb = np.zeros_like(a)
+        scal = s * (M.A @ a) + c * M.mu2 - M.At @ v
+        UT = teacher.theta * teacher.alpha[:, None]
+        inner = M.theta * scal[:, None] + s * (M.B @ (a[:, None] * W)) - M.Bt @ (v[:, None] * UT)
+        gW = (s * a)[:, None] * inner
+        return Params(ga, gW, gb, gc)
+
+    def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
+        M = self.moments(params, teacher, need="grad", tol=tol)
+        return self.loss(params, teacher, M), self.grad(params, teacher, M)
+
+    def fit_intercept(self, params, teacher) -> Params:
+        """``params`` with c = E[y] − s Σ a_j E[σ_j] (the exact minimizer)."""
+        st = self.student
+        self.check(params.replace(c=0.0) if not st.intercept else params, teacher)
+        M = self.moments(params, None, need="student")
+        return params.replace(c=float(teacher.mean - st.s * (params.a @ M.mu0)))
+
+    # -- diagnostics
+    def agop(self, params, M) -> np.ndarray:
+        """M = s² Wᵀ(aaᵀ ∘ B)W from B = E[σ′_iσ′_j] (DESIGN §3, §5)."""
+        s, a, W = self.student.s, params.a, params.W
+        K = (s * s) * (a[:, None] * M.B * a[None, :])
+        A = W.T @ (K @ W)
+        return 0.5 * (A + A.T)
+
+    def refit_problem(self, params, teacher, M) -> RefitProblem:
+        """The refit quadratic on the frozen features σ(w_j·x + b_j) (intercept refitted)."""
+        s = self.student.s
+        C, mu0 = M.C, M.mu0
+        ey = teacher.mean
+        G = (s * s) * (C - np.outer(mu0, mu0))
+        G = 0.5 * (G + G.T)
+        g = s * (M.Ct @ teacher.weights - mu0 * ey)
+        diagC = np.abs(np.diag(C))
+        dropped = np.diag(G) <= 32.0 * _EPS * (s * s) * diagC
+        if np.any(dropped):
+            G[dropped, :] = 0.0
+            G[:, dropped] = 0.0
+            g = np.where(dropped, 0.0, g)
+        return RefitProblem(G, g, float(teacher.variance), float(ey), mu0.copy(), s, dropped)
+
+    # -- dynamics (popdyn.dynamics): per-field rates, the update and the step-doubling norm
+    def clock(self):
+        """(κ, time scale): parameter-space rate factor κ (1, or m for mean-field scaling) and
+        the factor between the integration clock and the reported clock (1)."""
+        return (1.0 if self.student.scaling == "standard" else float(self.student.m)), 1.0
+
+    def rates(self, ma, mb, mc) -> dict:
+        st = self.student
+        return {"a": ma, "b": mb if st.bias else 0.0, "c": mc if st.intercept else 0.0}
+
+    def train_info(self, cfg, rates) -> dict:
+        return dict(head_lr_mult=rates["a"], bias_lr_mult=rates["b"], intercept_lr_mult=rates["c"])
+
+    def evaluate(self, params, teacher, tol):
+        """(L, ∇L, params) at ``params`` (the integrators' evaluation)."""
+        L, g = self.loss_and_grad(params, teacher, tol=tol)
+        return L, g, params
+
+    def axpy(self, p, g, h, rates):
+        return Params(p.a - (h * rates["a"]) * g.a, p.W - h * g.W, p.b - (h * rates["b"]) * g.b,
+                      p.c - (h * rates["c"]) * g.c)
+
+    def diff_norm(self, p, q) -> float:
+        return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.W - q.W) ** 2)
+                             + np.sum((p.b - q.b) ** 2) + (p.c - q.c) ** 2))
+
+
+_family.register("ridge", RidgeFamily)

@@ -56,12 +56,13 @@ import functools
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 from scipy import special
 
 from . import _validate as V
+from ._hermite import unit_coefficients
 from ._kernels import swiglu as _ks
+from ._moments import UnitSet, cross_moments, moments, student_units
 
 GATES = ("id", "gelu", "tanh", "relu", "rotation")
 
@@ -185,6 +186,8 @@ def _gelu_coeffs(N=200):
     Φ̂_0 = 1/2; for odd n, E[Φ He_n] = E[φ He_{n−1}] = (−1/2)^{(n−1)/2}(n−2)!!/(2√π); the
     Jacobi operator (z f)^_n = √(n+1) f̂_{n+1} + √n f̂_{n−1} then gives GELU.
     """
+    import mpmath                # heavy: loaded on first use (CLI start-up)
+
     ctx = mpmath.MPContext()
     ctx.dps = 40
     M = N + 2
@@ -204,7 +207,10 @@ def _gelu_coeffs(N=200):
 
 @functools.lru_cache(maxsize=None)
 def _relu_gate(N=512):
-    from .links import get_link
+    import mpmath                    # heavy: loaded on first use (CLI start-up)
+
+    from .links import get_link      # links loads mpmath: on first use (CLI start-up)
+
     lk = get_link("relu")
     ctx = mpmath.MPContext()
     ctx.dps = 30
@@ -223,7 +229,8 @@ def _relu_gate(N=512):
 
 @functools.lru_cache(maxsize=None)
 def _tanh_gate():
-    from .links import get_link
+    from .links import get_link      # links loads mpmath: on first use (CLI start-up)
+
     lk = get_link("tanh")
     return lk.coefficients_full(lk.N_tab), float(lk.second_moment), float(lk.t2[-1])
 
@@ -303,9 +310,6 @@ def _ordinary_cross(student, params, teacher, rtol):
     Ct = E[σ_j G], Dt = E[σ'_j G], At = E[α_jσ''_j G] (m × 1) and Bt_jl = E[σ'_j ∂_l G]
     (m × k), all from (MI-1) with the student units' normalized coefficients.
     """
-    from ._hermite import unit_coefficients
-    from ._moments import student_units
-
     su = student_units(student, params)
     if su.kind == "pl" and teacher.index.gate == "relu":
         Ct, Bt, At, Dt = _relu_gate_pl(su, teacher, rtol)
@@ -349,8 +353,6 @@ def _relu_gate_pl(su, teacher, rtol):
     """
     from scipy.special import ndtr
 
-    from ._moments import UnitSet, cross_moments
-
     U = teacher.U
     gate = UnitSet("pl", np.ones(1), np.zeros(1), np.ascontiguousarray(U[:1]),
                    np.ones(1), np.zeros(1))
@@ -377,8 +379,10 @@ def _relu_gate_pl(su, teacher, rtol):
     return Ct, Bt, At, Dt
 
 
-def _moments(student, params, teacher, rtol, grad=True):
-    from ._moments import moments
+def ridge_moments(student, params, teacher, rtol, grad=True):
+    """The :class:`popdyn._moments.Moments` of a ridge student against a multi-index teacher:
+    the student moments of the engine and the cross moments of :func:`_ordinary_cross` (what
+    the ridge family's ``moments`` returns for these teachers)."""
     M = moments(student, params, None, rtol=rtol, grad=grad, cross=False)
     Ct, Bt, At, Dt, err, order = _ordinary_cross(student, params, teacher, rtol)
     M.Ct, M.Bt, M.At, M.Dt, M.errCt = Ct, Bt, At, Dt, err
@@ -387,29 +391,5 @@ def _moments(student, params, teacher, rtol, grad=True):
     return M
 
 
-def population_loss(student, params, teacher, *, rtol=1e-10, full_output=False):
-    from .objective import _check, _loss_error, _loss_from
-    _check(student, params, teacher)
-    M = _moments(student, params, teacher, rtol, grad=False)
-    L = _loss_from(student, params, teacher, M)
-    if full_output:
-        return L, {"error": _loss_error(student, params, teacher, M), "order": M.order}
-    return L
-
-
-def population_grad(student, params, teacher, *, rtol=1e-10):
-    from .objective import _check, _grad_from
-    _check(student, params, teacher)
-    return _grad_from(student, params, teacher, _moments(student, params, teacher, rtol))
-
-
-def loss_and_grad(student, params, teacher, *, rtol=1e-10, check=True):
-    from .objective import _check, _grad_from, _loss_from
-    if check:
-        _check(student, params, teacher)
-    M = _moments(student, params, teacher, rtol)
-    return _loss_from(student, params, teacher, M), _grad_from(student, params, teacher, M)
-
-
 def refit_moments(student, params, teacher, rtol):
-    return _moments(student, params, teacher, rtol, grad=False)
+    return ridge_moments(student, params, teacher, rtol, grad=False)

@@ -52,16 +52,17 @@ from __future__ import annotations
 
 import functools
 import math
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import _validate as V
-from ._hermite import _rule_cached
+from . import family as _family
+from ._hermite import _rule_cached, unit_coefficients
 from ._kernels import swiglu as _ks
-from .dynamics import Trajectory
-from .models import ParamArrays
+from .models import ParamArrays, init_width
+from .multi_index import HermiteTensor
+from .teachers import Teacher
 
 _EPS = np.finfo(np.float64).eps
 _NMIN, _NMAX = 16, 4096
@@ -194,6 +195,8 @@ class SwiGLUStudent:
     m: int
     intercept: bool = True
     clock: str = "standard"
+    family: object = field(init=False, repr=False, compare=False)
+    _is_popdyn_student = True
 
     def __post_init__(self):
         V.positive_int("d", self.d)
@@ -201,6 +204,7 @@ class SwiGLUStudent:
         if not isinstance(self.intercept, bool):
             raise TypeError(f"`intercept` must be a bool, got {self.intercept!r}")
         V.choice("clock", self.clock, CLOCKS)
+        object.__setattr__(self, "family", SwiGLUFamily(self))
 
     activation = "swiglu"
     scaling = "standard"
@@ -237,8 +241,6 @@ class SwiGLUStudent:
         is ã/m (ã ~ N(0, scale²) the mean-field head).  The intercept is 0, or -- when
         ``teacher`` is given and ``intercept`` is True -- fitted exactly.
         """
-        from .models import init_width
-
         seed = V.nonneg_int("seed", seed)
         scale = V.real("scale", scale, positive=True)
         w = init_width(convention, scale, self.d)
@@ -261,7 +263,6 @@ class SwiGLUStudent:
 
 
 def _check(student, params, teacher=None, need_teacher=True):
-    from .teachers import Teacher
     if not isinstance(student, SwiGLUStudent):
         raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
     student.check(params)
@@ -398,9 +399,6 @@ def _teacher_needs(teacher):
 # ---------------------------------------------------------------------------- teacher terms
 def _teacher_terms(teacher, N):
     """[(weight, B (k_t, d) orthonormal rows, HermiteTensor)]: y = Σ weight·G_t(B x)."""
-    from ._hermite import unit_coefficients
-    from .multi_index import HermiteTensor
-
     key = ("swiglu_terms", N)
     if key in teacher._cache:
         return teacher._cache[key]
@@ -582,12 +580,16 @@ def population_loss(student, params, teacher, *, rtol: float = 1e-10, full_outpu
     Mo = moments(student, params, teacher)
     L = _loss_from(params, teacher, Mo)
     if full_output:
-        a, c = np.abs(params.a), abs(params.c)
-        size = (a @ np.abs(Mo.Phi) @ a + 2 * c * (a @ np.abs(Mo.phibar)) + c * c
-                + 2 * a @ np.abs(Mo.Yphi) + 2 * c * abs(teacher.mean) + teacher.second_moment)
-        err = (8.0 * (Mo.N + 2) * _EPS + _SEQ_TOL) * 0.5 * size
-        return L, {"error": float(err), "order": Mo.N, "converged": Mo.converged}
+        return L, _loss_info(params, teacher, Mo)
     return L
+
+
+def _loss_info(params, teacher, Mo) -> dict:
+    a, c = np.abs(params.a), abs(params.c)
+    size = (a @ np.abs(Mo.Phi) @ a + 2 * c * (a @ np.abs(Mo.phibar)) + c * c
+            + 2 * a @ np.abs(Mo.Yphi) + 2 * c * abs(teacher.mean) + teacher.second_moment)
+    err = (8.0 * (Mo.N + 2) * _EPS + _SEQ_TOL) * 0.5 * size
+    return {"error": float(err), "order": Mo.N, "converged": Mo.converged}
 
 
 def population_grad(student, params, teacher, *, rtol: float = 1e-10) -> SwiGLUParams:
@@ -649,8 +651,6 @@ def refit_problem(Mo: SwiGLUMoments, teacher):
     """The frozen-feature refit problem (features φ_j = SiLU(g_j·x)(v_j·x), intercept refitted)
     from the moments ``Mo`` of a state: centered Gram Φ − φ̄φ̄ᵀ and E[yφ] − φ̄E[y], with units
     whose centered energy is at rounding level dropped."""
-    from .diagnostics.refit import RefitProblem
-
     ey = teacher.mean
     Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
     Gm = 0.5 * (Gm + Gm.T)
@@ -660,31 +660,7 @@ def refit_problem(Mo: SwiGLUMoments, teacher):
         Gm[dropped, :] = 0.0
         Gm[:, dropped] = 0.0
         g = np.where(dropped, 0.0, g)
-    return RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
-
-
-def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *, U=None,
-               rcond: float = 1e-12, equilibrate: bool = True, rtol: float = 1e-10):
-    """Frozen-feature refit of a SwiGLU student: features φ_j = SiLU(g_j·x)(v_j·x) with G, V
-    frozen; the head and intercept are refitted (see :func:`popdyn.diagnostics.refit_risk`).
-
-    Kinds ``unrestricted`` (the paper's equilibrated 1e−12 eigencutoff solve), ``same_budget``
-    and ``bounded``.  ``projected`` is not defined for SwiGLU students (ValueError).
-    """
-    from .diagnostics.refit import _check_refit_args, _refit, check_kind
-
-    kind = check_kind(kind)
-    if kind == "projected":
-        raise ValueError("`kind`='projected' is not defined for SwiGLU students; use one of "
-                         "'unrestricted', 'same_budget', 'bounded'")
-    if U is not None:
-        raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
-    _check(student, params, teacher)
-    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
-    prob = refit_problem(moments(student, params, teacher), teacher)
-    if kind == "same_budget":
-        budget = float(np.linalg.norm(params.a))
-    return _refit(prob, kind, budget, rcond=rcond, equilibrate=equilibrate, params=params)
+    return _family.RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
 
 
 # ---------------------------------------------------------------------------- dynamics
@@ -697,80 +673,92 @@ def _diff_norm(p, q) -> float:
                          + np.sum((p.V - q.V) ** 2)))
 
 
-def train(student, params, teacher, *, method="flow", lr=0.05, head_lr_mult=1.0,
-          bias_lr_mult=1.0, intercept_lr_mult=1.0, eps=0.05, h0=0.05, h_min=1e-6, h_max=10.0,
-          max_updates=100_000, max_time=np.inf, loss_target=0.0, explode=1e6, schedule=None,
-          recorder=None, rtol=1e-10):
-    """Population GD / adaptive Euler flow of a SwiGLU student (called by :func:`popdyn.train`).
+# ---------------------------------------------------------------------------- the family
+class SwiGLUFamily:
+    """The ``swiglu`` family (:mod:`popdyn.family` protocol) of a :class:`SwiGLUStudent`.
 
-    Same integrators, step-doubling rule and stopping rules as :mod:`popdyn.dynamics`, on
-    (a, G, V) with the head-rate multiplier ``head_lr_mult`` (the paper uses 0.01 and 0.001).
-    With ``intercept=True`` the intercept is refitted exactly at every visited state, so the
-    dynamics is the flow of the profiled loss min_c L; ``intercept_lr_mult`` is then unused, and
-    ``bias_lr_mult`` is unused (no biases).  Snapshots hold ``a``, ``G``, ``V``, ``c``.
+    One moment evaluation (:func:`moments`) serves every quantity.  Training
+    (:func:`popdyn.train`) follows the flow of the profiled loss min_c L when the intercept is
+    fitted; ``clock="mean_field"`` is integrated on the standard clock τ = m·t with head
+    multiplier head_lr_mult/m² and every time reported on the mean-field clock t = τ/m (the
+    standard-coordinate flow dG/dt = −m ∂L/∂G, dã/dt = −m·head_lr_mult·∂L/∂ã with a = ã/m).
     """
-    from .dynamics import _Recorder, _integrate, _settings
 
-    _check(student, params, teacher)
-    if student.clock == "mean_field":
-        return _train_mean_field(student, params, teacher, method=method, lr=lr,
-                                 head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
-                                 intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
-                                 h_min=h_min, h_max=h_max, max_updates=max_updates,
-                                 max_time=max_time, loss_target=loss_target, explode=explode,
-                                 schedule=schedule, recorder=recorder, rtol=rtol)
-    cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
-                    h_max, max_updates, max_time, loss_target, explode, schedule)
-    ma = cfg["ma"]
-    VY = teacher.variance
-    if not VY > 0:
-        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
+    name = "swiglu"
+    label = "SwiGLU"
+    fields = ("a", "G", "V", "c")
+    params_type = SwiGLUParams
+    #: ``projected`` snaps ridge weights: not defined for SwiGLU students
+    refit_kinds = ("unrestricted", "same_budget", "bounded")
+    geometry_kind = "gate"
+    first_layer = None
+    fused = False
 
-    t0 = time.perf_counter()
-    rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=("a", "G", "V", "c"))
-    p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
-        lambda q: _profiled(student, q, teacher), lambda q, g, h: _axpy(q, g, h, ma),
-        _diff_norm, params, rec, VY, cfg)
-    sn, st, arrays = rec.arrays()
-    info = dict(method=method, lr=cfg["lr"], head_lr_mult=ma, eps=cfg["eps"], h0=cfg["h0"],
-                h_min=cfg["h_min"], h_max=cfg["h_max"], max_updates=cfg["max_updates"],
-                max_time=cfg["max_time"], loss_target=cfg["loss_target"], grad_evals=ngrad,
-                forced_steps=forced, intercept="fitted" if student.intercept else "none",
-                wall_time=time.perf_counter() - t0)
-    return SwiGLUTrajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses),
-                            sn, st, arrays, status, p, VY, rec.records, info)
+    def __init__(self, student):
+        self.student = student
+        self.fitted_intercept = student.intercept
+
+    def shapes(self) -> dict:
+        m, d = self.student.m, self.student.d
+        return {"a": (m,), "G": (m, d), "V": (m, d), "c": ()}
+
+    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
+        if teacher is _family.NO_TEACHER:
+            _check(self.student, params, None, need_teacher=False)
+        else:
+            _check(self.student, params, teacher)
+        return params
+
+    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
+        return moments(self.student, params, teacher)
+
+    def loss(self, params, teacher, M) -> float:
+        return _loss_from(params, teacher, M)
+
+    def loss_info(self, params, teacher, M) -> dict:
+        return _loss_info(params, teacher, M)
+
+    def loss_error(self, params, teacher, M) -> float:
+        return _loss_info(params, teacher, M)["error"]
+
+    def grad(self, params, teacher, M):
+        return _grad_from(self.student, params, teacher, M)
+
+    def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
+        M = moments(self.student, params, teacher)
+        return _loss_from(params, teacher, M), _grad_from(self.student, params, teacher, M)
+
+    def fit_intercept(self, params, teacher):
+        return fit_intercept(self.student, params, teacher)
+
+    def agop(self, params, M) -> np.ndarray:
+        return agop_from_moments(params, M)
+
+    def refit_problem(self, params, teacher, M):
+        return refit_problem(M, teacher)
+
+    def clock(self):
+        return 1.0, (float(self.student.m) if self.student.clock == "mean_field" else 1.0)
+
+    def standard_clock(self):
+        """The same student on the standard clock (what the integrators run)."""
+        return self.student.replace(clock="standard")
+
+    def rates(self, ma, mb, mc) -> dict:
+        return {"a": ma}
+
+    def train_info(self, cfg, rates) -> dict:
+        return dict(head_lr_mult=rates["a"],
+                    intercept="fitted" if self.student.intercept else "none")
+
+    def evaluate(self, params, teacher, tol):
+        return _profiled(self.student, params, teacher)
+
+    def axpy(self, p, g, h, rates):
+        return _axpy(p, g, h, rates["a"])
+
+    def diff_norm(self, p, q) -> float:
+        return _diff_norm(p, q)
 
 
-def _train_mean_field(student, params, teacher, *, method, lr, head_lr_mult, h0, h_min, h_max,
-                      max_time, recorder, **kw):
-    """:func:`train` for ``clock="mean_field"``: the standard-coordinate flow on the clock
-    τ = m·t with head multiplier head_lr_mult/m² (dτ = m dt gives dG/dt = −m ∂L/∂G and, with
-    a = ã/m, dã/dt = −m·head_lr_mult·∂L/∂ã), every time given and reported on the mean-field
-    clock t = τ/m."""
-    from .dynamics import _settings
-
-    m = float(student.m)
-    # validate on the caller's clock first, so errors name the caller's values
-    _settings(method, lr, head_lr_mult, kw["bias_lr_mult"], kw["intercept_lr_mult"], kw["eps"],
-              h0, h_min, h_max, kw["max_updates"], max_time, kw["loss_target"], kw["explode"],
-              kw["schedule"])
-    rec = None
-    if recorder is not None:
-        def rec(st, p, T, *, n, t, loss):
-            return recorder(student, p, T, n=n, t=t / m, loss=loss)
-    tr = train(student.replace(clock="standard"), params, teacher, method=method, lr=lr * m,
-               head_lr_mult=head_lr_mult / (m * m), h0=h0 * m, h_min=h_min * m,
-               h_max=h_max * m, max_time=max_time * m, recorder=rec, **kw)
-    tr.t = tr.t / m
-    tr.snap_t = tr.snap_t / m
-    tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
-                   h_max=h_max, max_time=max_time)
-    return tr
-
-
-class SwiGLUTrajectory(Trajectory):
-    """A :class:`popdyn.Trajectory` whose snapshots hold ``a``, ``G``, ``V``, ``c``."""
-
-    def snapshot(self, i: int) -> SwiGLUParams:
-        s = self.snapshots
-        return SwiGLUParams(s["a"][i], s["G"][i], s["V"][i], float(s["c"][i]))
+_family.register("swiglu", SwiGLUFamily)

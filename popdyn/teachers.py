@@ -14,7 +14,9 @@ from functools import cached_property
 import numpy as np
 
 from . import _validate as V
+from ._moments import teacher_self_moments
 from .activations import Activation, get_activation
+from .multi_index import gated_function, tensor_function
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,7 +43,8 @@ class Teacher:
         :class:`popdyn.links.Link` (e.g. a positive mixture).  ``kappa`` defaults to ones.
         The teacher is *not* normalized; use :meth:`normalized` explicitly for unit variance.
         """
-        from .links import get_link
+
+        from .links import get_link      # links loads mpmath: on first use (CLI start-up)
 
         U = V.array("U", U, (None, None))
         if U.shape[0] == 0 or U.shape[1] == 0:
@@ -91,7 +94,6 @@ class Teacher:
         Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), gated teachers st, GELU(s)t,
         tanh(s)t, ReLU(s)t and the bilinear rotation control (Figures 1, 5, 6); DESIGN §3.
         """
-        from .multi_index import gated_function
 
         U = V.array("U", U, (2, None))
         if U.shape[1] < 2:
@@ -129,7 +131,6 @@ class Teacher:
         ----------
         DESIGN §3 (E[σ(αθ·x+β) He_a(s) He_b(t)] = c_{a+b} θ_s^a θ_t^b); :mod:`popdyn.multi_index`.
         """
-        from .multi_index import tensor_function
 
         U = V.array("U", U, (None, None))
         if U.shape[0] == 0 or U.shape[1] == 0:
@@ -207,7 +208,6 @@ class Teacher:
                 var = g.variance * k2
                 self._cache["m"] = (mean, var + mean * mean, var)
             else:
-                from ._moments import teacher_self_moments
                 mu, C = teacher_self_moments(self)
                 v = self.weights
                 mean = float(v @ mu)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate as V
+from ..family import family_of
+
 
 def _check_student(student, params):
-    from ..models import Student
-
-    if not isinstance(student, Student):
-        raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
-    student.check(params)
+    family_of(student).check(params)
 
 
 def agop_from_moments(student, params, B) -> np.ndarray:
@@ -51,19 +50,11 @@ def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
     References
     ----------
     Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), AGOP definition; DESIGN §3
-    ("The AGOP is M = Wᵀ(aaᵀ ∘ B)W — the same B") and §5.  SwiGLU students are dispatched to
-    :func:`popdyn.swiglu.agop`.
+    ("The AGOP is M = Wᵀ(aaᵀ ∘ B)W — the same B") and §5.  Every student family goes through its
+    ``agop`` (:mod:`popdyn.family`; SwiGLU: :func:`popdyn.swiglu.agop_from_moments`, skip
+    students: :mod:`popdyn.skip`).
     """
-    from .. import _validate as V
-    from ..models import Student
-
-    if not isinstance(student, Student):
-        from .. import swiglu
-        if isinstance(student, swiglu.SwiGLUStudent):
-            return swiglu.agop(student, params, rtol=V.real("rtol", rtol, positive=True))
-    from .._moments import moments
-
-    _check_student(student, params)
+    fam = family_of(student)
+    fam.check(params)
     rtol = V.real("rtol", rtol, positive=True)
-    Mo = moments(student, params, None, rtol=rtol, grad=False, cross=False)
-    return agop_from_moments(student, params, Mo.B)
+    return fam.agop(params, fam.moments(params, None, need="student", tol=rtol))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
+from ..teachers import Teacher
 
 _EPS = np.finfo(np.float64).eps
 
@@ -79,8 +80,6 @@ def check_subspace(U, d: int | None = None, *, name: str = "U", atol: float = 1e
 
     A :class:`popdyn.Teacher` is accepted and replaced by its ``subspace``.
     """
-    from ..teachers import Teacher
-
     if isinstance(U, Teacher):
         U = U.subspace
     U = V.array(name, U, (None, None))

@@ -39,6 +39,9 @@ import numbers
 import numpy as np
 
 from .. import _validate as V
+from ..family import RefitProblem, family_of
+from ..models import Params
+from .refit import _refit, refit_risk
 
 FEATURES = ("raw", "coefficient")
 BUDGET_SOURCES = ("trained_head", "teacher")
@@ -52,9 +55,7 @@ def coefficient_form(student, params):
     (w_j, b_j) = 0 keeps a zero feature and a zero coefficient.  Raises ``ValueError`` for other
     activations (the coefficient reading needs positive homogeneity) and for SwiGLU students.
     """
-    from ..models import Params, Student
-
-    if not isinstance(student, Student):
+    if family_of(student).name != "ridge":
         raise ValueError("`features`='coefficient' is defined for ReLU-family students only "
                          f"(positively homogeneous), got {type(student).__name__}; use "
                          "features='raw'")
@@ -95,10 +96,7 @@ def _check_budget(budget):
 
 def _no_intercept_problem(student, params, teacher, rtol):
     """The uncentered refit quadratic R(a′) = a′ᵀ s²C a′ − 2 s E[σ y]ᵀa′ + E[y²] (c′ = 0)."""
-    from .._moments import moments
-    from .refit import RefitProblem
-
-    M = moments(student, params, teacher, rtol=rtol, grad=False)
+    M = student.family.moments(params, teacher, need="loss", tol=rtol)
     s = student.s
     G = (s * s) * M.C
     G = 0.5 * (G + G.T)
@@ -139,8 +137,6 @@ def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
     ----------
     Seed paper 003, abstract (line 15) and Table 2 (line 87); docs/protocol.md.
     """
-    from .refit import refit_risk
-
     V.choice("features", features, FEATURES)
     budget = _check_budget(budget)
     states = list(states)
@@ -160,15 +156,12 @@ def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
         raise TypeError(f"`intercept` must be a bool, got {intercept!r}")
     if intercept:
         return [refit_risk(S, p, teacher, kind="bounded", budget=B, rtol=rtol) for S, p in forms]
-    from ..objective import _check, _extension
-    from .refit import _refit
-
-    if _extension(forms[0][0], teacher) is not None:
+    if teacher.kind == "multi_index":
         raise ValueError("`intercept`=False is implemented for additive and network teachers of "
                          "ReLU-family students only")
     out = []
     for S, p in forms:
-        _check(S, p, teacher)
+        S.family.check(p, teacher)
         prob = _no_intercept_problem(S, p, teacher, rtol)
         r = _refit(prob, "bounded", B, rcond=1e-12, equilibrate=True)
         out.append(r)

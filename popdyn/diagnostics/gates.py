@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
+from ..swiglu import SwiGLUParams
+from .geometry import _check_axes, teacher_frame
 
 THRESHOLD = 25.8
 
@@ -132,9 +134,6 @@ def gate_geometry(params, U, *, threshold: float = THRESHOLD, axes=None) -> Gate
     >>> g.frac_gates_near_axis, g.frac_axes_covered
     (0.5, 1.0)
     """
-    from ..swiglu import SwiGLUParams
-    from .geometry import _check_axes, teacher_frame
-
     if not isinstance(params, SwiGLUParams):
         raise TypeError(f"`params` must be a popdyn.SwiGLUParams, got {type(params).__name__}")
     threshold = V.real("threshold", threshold, positive=True)

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
+from ..models import Params
+from ..teachers import Teacher
+from .alignment import check_subspace
 
 
 def teacher_frame(U, d: int | None = None):
@@ -30,9 +33,6 @@ def teacher_frame(U, d: int | None = None):
     ``U`` is a :class:`popdyn.Teacher` (S = ``teacher.subspace``; axes = its unit directions
     ``teacher.theta``) or an array of orthonormal rows (S = axes = U).
     """
-    from ..teachers import Teacher
-    from .alignment import check_subspace
-
     if isinstance(U, Teacher):
         if d is not None and U.d != d:
             raise ValueError(f"`teacher` has input dimension {U.d}, expected d = {d}")
@@ -173,8 +173,6 @@ def neuron_geometry(params, U, *, axes=None) -> NeuronGeometry:
     Seed paper 003, Figure 2 rows four and five, Figure 14 (importance-weighted histograms);
     DESIGN §5.
     """
-    from ..models import Params
-
     if not isinstance(params, Params):
         raise TypeError(f"`params` must be a popdyn.Params, got {type(params).__name__}")
     S, ax = teacher_frame(U, params.W.shape[1])

@@ -6,19 +6,15 @@ refit needs one more moment evaluation at the snapped weights.  :func:`recorder`
 callable that :func:`popdyn.train` calls at every snapshot; its flat dict of scalars is stored in
 ``Trajectory.records``, so a stored diagnostic is read back (:func:`series`) and never recomputed.
 
-The moments come from the same code paths as the public functions (dispatch of
-:func:`popdyn.objective._extension`):
-
-* ordinary students against additive / network teachers: :mod:`popdyn._moments`;
-* ordinary students against multi-index (gated) teachers: :func:`popdyn.multi_index.refit_moments`
-  (the moments behind ``population_loss`` / ``refit_risk`` for those teachers; every refit kind,
-  the projected one included, and the neuron geometry work unchanged);
-* SwiGLU students (:class:`popdyn.SwiGLUStudent`, any teacher): one evaluation of
-  :func:`popdyn.swiglu.moments` gives the AGOP (:func:`popdyn.swiglu.agop_from_moments`) and the
-  refit problem of :func:`popdyn.swiglu.refit_risk` (kinds ``unrestricted``, ``same_budget``,
-  ``bounded``; ``projected`` is not defined for SwiGLU and raises ``ValueError``); the geometry
-  is the gate geometry (:func:`popdyn.diagnostics.gate_geometry`: effective gate / value angles
-  and thresholded gate–axis counts) instead of neuron angle histograms.
+The moments come from the same code paths as the public functions: the student family's
+``moments(..., need="values")`` (:mod:`popdyn.family`), its ``agop`` and ``refit_problem``.
+Ridge students get the engine's value moments (C, B, μ0, Ct; against multi-index teachers the
+moments of :func:`popdyn.multi_index.ridge_moments`); SwiGLU students one evaluation of
+:func:`popdyn.swiglu.moments` (refit kinds ``unrestricted``, ``same_budget``, ``bounded``;
+``projected`` is not defined for SwiGLU and raises ``ValueError``).  A family's
+``geometry_kind`` selects the neuron geometry (angle histograms) or the gate geometry
+(:func:`popdyn.diagnostics.gate_geometry`: effective gate / value angles and thresholded
+gate–axis counts).
 """
 from __future__ import annotations
 
@@ -27,12 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as V
-from .agop import agop_from_moments
+from ..family import family_of
+from ..plateau import plateau
 from .alignment import Alignment, _alignment, alignment, check_subspace
 from .gates import GateGeometry, gate_geometry
 from .geometry import (NeuronGeometry, _histogram_5, _neuron_geometry, snap_to_axes,
                        teacher_frame)
-from .refit import KINDS, _check_budget, _problem_from, _refit
+from .refit import KINDS, _check_budget, _refit
 
 #: refit kinds defined for SwiGLU students (``projected`` snaps ridge weights: not defined)
 SWIGLU_KINDS = ("unrestricted", "same_budget", "bounded")
@@ -155,78 +152,43 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     ----------
     Seed paper 003, Figures 1–2 (alignment, refit and geometry rows); DESIGN §5.
     """
-    from .._moments import value_moments as _engine
-    from ..objective import _check, _extension
-
-    ext = _extension(student, teacher)
-    if ext is not None and ext.__name__.endswith("swiglu"):
-        return _diagnose_swiglu(ext, student, params, teacher, U=U, kinds=kinds, budget=budget,
-                                geometry=geometry, rcond=rcond, equilibrate=equilibrate,
-                                rtol=rtol, _checked=_checked)
+    fam = family_of(student)
     if not _checked:
-        _check(student, params, teacher)
+        fam.check(params, teacher)
         kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
         rtol = V.real("rtol", rtol, positive=True)
-    if ext is None:              # C, B, μ0, Ct (all the diagnostics need)
-        def moments(student, params, teacher, *, rtol, grad):
-            return _engine(student, params, teacher, rtol=rtol)
-    else:                        # multi-index (gated) teacher, ordinary student: C, B, μ0, Ct
-        def moments(student, params, teacher, *, rtol, grad):
-            return ext.refit_moments(student, params, teacher, rtol)
+    bad = [k for k in kinds if k not in fam.refit_kinds]
+    if bad:
+        raise ValueError(f"refit kind(s) {bad} are not defined for {fam.label} students; use "
+                         f"{list(fam.refit_kinds)}")
     if _frame is None:
         _frame = teacher_frame(teacher if U is None else U, student.d)
     S, axes = _frame
-    M = moments(student, params, teacher, rtol=rtol, grad=False)
-    A = np.ascontiguousarray(agop_from_moments(student, params, M.B))
-    # A is exactly symmetric (agop_from_moments symmetrizes) and S checked: only finiteness
+    # C, B, μ0, Ct: all the diagnostics need (the ridge family's value moments)
+    M = fam.moments(params, teacher, need="values", tol=rtol)
+    A = np.ascontiguousarray(fam.agop(params, M))
+    # A is exactly symmetric (every family's agop symmetrizes) and S checked: only finiteness
     # is left to check (alignment itself raises the documented error)
     al = _alignment(A, S) if np.isfinite(A).all() else alignment(A, S)
     prob = None
     refits = {}
     for kind in kinds:
         if kind == "projected":
-            snapped = params.replace(W=snap_to_axes(params.W, S, axes))
-            Mp = moments(student, snapped, teacher, rtol=rtol, grad=False)
-            refits[kind] = _refit(_problem_from(student, teacher, Mp), kind, budget,
+            W = getattr(params, fam.first_layer)
+            snapped = params.replace(**{fam.first_layer: snap_to_axes(W, S, axes)})
+            Mp = fam.moments(snapped, teacher, need="values", tol=rtol)
+            refits[kind] = _refit(fam.refit_problem(snapped, teacher, Mp), kind, budget,
                                   rcond=rcond, equilibrate=equilibrate, params=snapped)
             continue
         if prob is None:
-            prob = _problem_from(student, teacher, M)
+            prob = fam.refit_problem(params, teacher, M)
         b = {"unrestricted": None, "bounded": budget,
              "same_budget": float(np.linalg.norm(params.a))}[kind]
         refits[kind] = _refit(prob, kind, b, rcond=rcond, equilibrate=equilibrate, params=params)
-    geo = _neuron_geometry(params, S, axes) if geometry else None
-    return Diagnostics(A, al, refits, geo, float(teacher.variance))
-
-
-def _check_swiglu_kinds(kinds):
-    bad = [k for k in kinds if k not in SWIGLU_KINDS]
-    if bad:
-        raise ValueError(f"refit kind(s) {bad} are not defined for SwiGLU students; use "
-                         f"{list(SWIGLU_KINDS)}")
-
-
-def _diagnose_swiglu(sw, student, params, teacher, *, U, kinds, budget, geometry, rcond,
-                     equilibrate, rtol, _checked):
-    """:func:`diagnose` for a SwiGLU student: one moment evaluation for AGOP and refits."""
-    if not _checked:
-        sw._check(student, params, teacher)
-        kinds, budget, rcond = _settings(kinds, budget, rcond, geometry)
-        V.real("rtol", rtol, positive=True)
-    _check_swiglu_kinds(kinds)
-    frame = teacher if U is None else U
-    S, axes = teacher_frame(frame, student.d)
-    Mo = sw.moments(student, params, teacher)
-    A = sw.agop_from_moments(params, Mo)
-    al = alignment(A, S)
-    refits = {}
-    prob = sw.refit_problem(Mo, teacher) if kinds else None
-    for kind in kinds:
-        b = {"unrestricted": None, "bounded": budget,
-             "same_budget": float(np.linalg.norm(params.a))}[kind]
-        refits[kind] = _refit(prob, kind, b, rcond=rcond, equilibrate=bool(equilibrate),
-                              params=params)
-    geo = gate_geometry(params, S, axes=axes) if geometry else None
+    geo = None
+    if geometry:
+        geo = (gate_geometry(params, S, axes=axes) if fam.geometry_kind == "gate"
+               else _neuron_geometry(params, S, axes))
     return Diagnostics(A, al, refits, geo, float(teacher.variance))
 
 
@@ -324,8 +286,6 @@ def checkpoints(trajectory, *, delta: float = 1e-3) -> dict:
     ----------
     Seed paper 003, Tables 3–4 ("P is the last diagnostic inside the prefix").
     """
-    from ..plateau import plateau
-
     if not getattr(trajectory, "records", None):
         raise ValueError("`trajectory` has no diagnostic records (train with recorder=...)")
     ell = trajectory.normalized_loss

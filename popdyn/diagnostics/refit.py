@@ -64,6 +64,8 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .. import _validate as V
+from ..family import RefitProblem, family_of
+from .geometry import snap_to_axes, teacher_frame
 
 KINDS = ("unrestricted", "same_budget", "bounded", "projected")
 _EPS = np.finfo(np.float64).eps
@@ -156,105 +158,22 @@ class Refit:
         return d
 
 
-@dataclass(frozen=True, eq=False)
-class RefitProblem:
-    """The centered quadratic R(a′) = a′ᵀGa′ − 2gᵀa′ + V of a frozen-feature refit.
-
-    Attributes
-    ----------
-    G : ndarray (m, m)
-        s²(C − μ0μ0ᵀ), with the rows and columns of *constant* features zeroed (``dropped``).
-    g : ndarray (m,)
-        s(E[σ y] − μ0 E[y]), zeroed on dropped features.
-    variance : float
-        V_Y.
-    mean_y : float
-        E[y].
-    mu0 : ndarray (m,)
-        E[σ_j] (for the intercept).
-    s : float
-        Output scale of the student.
-    dropped : ndarray of bool (m,)
-        Features whose centered variance G_jj is ≤ 32ε·s²C_jj, i.e. not resolved above the
-        rounding of C_jj − μ_j² (a neuron with w_j = 0 is constant; its covariances with
-        anything vanish by Cauchy–Schwarz).
-    """
-
-    G: np.ndarray
-    g: np.ndarray
-    variance: float
-    mean_y: float
-    mu0: np.ndarray
-    s: float
-    dropped: np.ndarray
-
-    @property
-    def m(self) -> int:
-        return self.g.shape[0]
-
-    def risk(self, a) -> float:
-        """R(a) = aᵀGa − 2gᵀa + V."""
-        a = np.asarray(a, dtype=np.float64)
-        return float(a @ (self.G @ a) - 2.0 * (self.g @ a) + self.variance)
-
-    def intercept(self, a) -> float:
-        return float(self.mean_y - self.s * (np.asarray(a) @ self.mu0))
-
-    @cached_property
-    def eig(self):
-        """(λ ascending, Q) of G (cached: shared by every norm-constrained solve)."""
-        lam, Q = np.linalg.eigh(self.G)
-        return lam, Q
-
-    @classmethod
-    def from_arrays(cls, G, g, variance, *, mean_y=0.0, mu0=None, s=1.0, dropped=None):
-        """A problem from a given Gram matrix (for tests and for callers with their own moments)."""
-        G = V.array("G", G, (None, None))
-        m = G.shape[0]
-        if G.shape != (m, m):
-            raise ValueError(f"`G` must be square, got shape {G.shape}")
-        if np.max(np.abs(G - G.T), initial=0.0) > 1e-12 * np.max(np.abs(G), initial=0.0):
-            raise ValueError("`G` must be symmetric")
-        g = V.array("g", g, (m,))
-        variance = V.real("variance", variance, positive=True)
-        mu0 = np.zeros(m) if mu0 is None else V.array("mu0", mu0, (m,))
-        dropped = np.zeros(m, bool) if dropped is None else np.asarray(dropped, bool)
-        return cls(0.5 * (G + G.T), g, variance, float(mean_y), mu0, float(s), dropped)
-
-
 def refit_problem(student, params, teacher, *, moments=None, rtol: float = 1e-10) -> RefitProblem:
     """The refit quadratic (G, g, V_Y) of ``student`` at ``params`` against ``teacher``.
 
-    ``moments`` may pass a precomputed :class:`popdyn._moments.Moments` (with C, μ0, Ct) to
-    avoid recomputation.
+    ``moments`` may pass precomputed moments of the student's family (for the ridge family a
+    :class:`popdyn._moments.Moments` with C, μ0, Ct) to avoid recomputation.
     """
+    fam = family_of(student)
     if moments is None:
-        from .._moments import moments as _moments
-        from ..objective import _check, _extension
-
-        ext = _extension(student, teacher)
-        if ext is not None and ext.__name__.endswith("multi_index"):
-            _check(student, params, teacher)
-            return _problem_from(student, teacher, ext.refit_moments(student, params, teacher, rtol))
-        _check(student, params, teacher)
-        moments = _moments(student, params, teacher, rtol=rtol, grad=False)
-    return _problem_from(student, teacher, moments)
+        fam.check(params, teacher)
+        moments = fam.moments(params, teacher, need="loss", tol=rtol)
+    return fam.refit_problem(params, teacher, moments)
 
 
-def _problem_from(student, teacher, M) -> RefitProblem:
-    s = student.s
-    C, mu0 = M.C, M.mu0
-    ey = teacher.mean
-    G = (s * s) * (C - np.outer(mu0, mu0))
-    G = 0.5 * (G + G.T)
-    g = s * (M.Ct @ teacher.weights - mu0 * ey)
-    diagC = np.abs(np.diag(C))
-    dropped = np.diag(G) <= 32.0 * _EPS * (s * s) * diagC
-    if np.any(dropped):
-        G[dropped, :] = 0.0
-        G[:, dropped] = 0.0
-        g = np.where(dropped, 0.0, g)
-    return RefitProblem(G, g, float(teacher.variance), float(ey), mu0.copy(), s, dropped)
+def _problem_from(student, teacher, M, params=None) -> RefitProblem:
+    """The refit problem of the family of ``student`` from moments ``M``."""
+    return student.family.refit_problem(params, teacher, M)
 
 
 # ---------------------------------------------------------------------------- solvers
@@ -401,7 +320,7 @@ def _check_budget(kind, budget):
 
 def _check_refit_args(kind, budget, rcond, equilibrate):
     """Validated (budget, rcond, equilibrate) of a refit of ``kind`` (already checked): shared by
-    :func:`refit_risk`, :func:`popdyn.swiglu.refit_risk` and :func:`certify.refit_risk`."""
+    :func:`refit_risk` (every student family) and :func:`certify.refit_risk`."""
     budget = _check_budget(kind, budget)
     rcond = V.real("rcond", rcond, positive=True)
     if not rcond < 1:
@@ -481,29 +400,21 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), refit MSE definitions
     (Figures 1, 2; Tables 3–4); DESIGN §5, §6.
     """
-    from .._moments import moments as _moments
-    from ..objective import _check, _extension
-
-    ext = _extension(student, teacher)
-    if ext is not None and ext.__name__.endswith("swiglu"):
-        return ext.refit_risk(student, params, teacher, kind, budget, U=U, rcond=rcond,
-                              equilibrate=equilibrate, rtol=rtol)
+    fam = family_of(student)
     kind = check_kind(kind)
-    _check(student, params, teacher)
+    if kind not in fam.refit_kinds:
+        raise ValueError(f"`kind`={kind!r} is not defined for {fam.label} students; use one of "
+                         + ", ".join(repr(k) for k in fam.refit_kinds))
+    if kind != "projected" and U is not None:
+        raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
+    fam.check(params, teacher)
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
     rtol = V.real("rtol", rtol, positive=True)
     if kind == "projected":
-        from .geometry import snap_to_axes, teacher_frame
-
         S, axes = teacher_frame(teacher if U is None else U, student.d)
-        params = params.replace(W=snap_to_axes(params.W, S, axes))
-    elif U is not None:
-        raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
-    if ext is not None:          # multi-index teacher, ordinary student
-        M = ext.refit_moments(student, params, teacher, rtol)
-    else:
-        M = _moments(student, params, teacher, rtol=rtol, grad=False)
-    prob = _problem_from(student, teacher, M)
+        W = getattr(params, fam.first_layer)
+        params = params.replace(**{fam.first_layer: snap_to_axes(W, S, axes)})
+    prob = fam.refit_problem(params, teacher, fam.moments(params, teacher, need="loss", tol=rtol))
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
     return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate), params=params)

@@ -45,6 +45,14 @@ import time
 
 import numpy as np
 
+from ..family import family_of
+from ..config import make_student, teacher_from_table
+from ..diagnostics import recorder
+from ..diagnostics.refit import KINDS
+from ..dynamics import Schedule
+from ..dynamics import train as _train
+from ..plateau import plateau, standard_plateaus
+from ._threads import blas_threads
 from .store import CHECKPOINT_FORMAT, SCHEMA, Store, _clean, dumps, run_key
 
 __all__ = ["run_one", "spec_key", "build"]
@@ -67,10 +75,6 @@ def _identity(spec: dict) -> dict:
 
 def build(spec: dict):
     """(student, teacher, initial params, train kwargs, schedule, recorder) of a run spec."""
-    from ..config import make_student, teacher_from_table
-    from ..diagnostics import recorder
-    from ..dynamics import Schedule
-
     student = make_student(spec["student"])
     teacher = teacher_from_table(spec["teacher"], student.d)
     init = spec["init"]
@@ -90,8 +94,6 @@ def build(spec: dict):
 def _defaults(train: dict) -> dict:
     import inspect
 
-    from ..dynamics import train as _train
-
     sig = inspect.signature(_train)
     out = {k: p.default for k, p in sig.parameters.items()
            if p.kind == p.KEYWORD_ONLY and k not in ("schedule", "recorder")}
@@ -105,35 +107,34 @@ SWIGLU_FIELDS = ("a", "G", "V", "c")
 
 
 def param_fields(student) -> tuple:
-    """The names of the stored parameter arrays of ``student``'s family."""
-    return SWIGLU_FIELDS if getattr(student, "activation", None) == "swiglu" else ORDINARY_FIELDS
+    """The names of the stored parameter arrays of ``student``'s family (``family.fields``)."""
+    return family_of(student).fields
 
 
 def params_from(student, arrays, i=None, prefix=""):
-    """Params (or SwiGLUParams) from stored arrays (snapshot ``i``, or the ``p_*`` state)."""
-    f = param_fields(student)
-    vals = [arrays[prefix + k] if i is None else arrays[prefix + k][i] for k in f]
-    if f == SWIGLU_FIELDS:
-        from ..swiglu import SwiGLUParams
-        return SwiGLUParams(vals[0], vals[1], vals[2], float(vals[3]))
-    from ..models import Params
-    return Params(vals[0], vals[1], vals[2], float(vals[3]))
+    """The family's parameter container from stored arrays (snapshot ``i``, or the ``p_*``
+    state)."""
+    fam = family_of(student)
+    vals = {k: arrays[prefix + k] if i is None else arrays[prefix + k][i] for k in fam.fields}
+    vals["c"] = float(vals["c"])
+    return fam.params_type(**vals)
 
 
-def _params_arrays(p):
-    if hasattr(p, "G"):
-        return {"a": p.a, "G": p.G, "V": p.V, "c": np.array(p.c)}
-    return {"a": p.a, "W": p.W, "b": p.b, "c": np.array(p.c)}
+def _params_arrays(p, fields):
+    return {k: (np.array(p.c) if k == "c" else getattr(p, k)) for k in fields}
 
 
 class _Acc:
-    """Accumulated trajectory (global clocks).  The per-neuron arrays are named by ``fields``
-    (a, W, b for ordinary students; a, G, V for SwiGLU); the attribute names stay a, W, b."""
+    """Accumulated trajectory (global clocks).  The per-snapshot parameter arrays are named by
+    the student family's ``fields`` (a, W, b, c for ridge students; a, G, V, c for SwiGLU; a, W,
+    b, v, c with a skip) and shaped by its ``shapes`` (``{field: per-snapshot shape}``)."""
 
-    def __init__(self, fields=ORDINARY_FIELDS):
+    def __init__(self, fields=ORDINARY_FIELDS, shapes=None):
         self.fields = tuple(fields)
+        self.shapes = dict(shapes or {})
         self.n, self.t, self.loss = [], [], []
-        self.snap_n, self.snap_t, self.a, self.W, self.b, self.c = [], [], [], [], [], []
+        self.snap_n, self.snap_t = [], []
+        self.snaps = {f: [] for f in self.fields}
         self.records = []
         # checkpoint parts written (store.write_checkpoint_part) and the number of updates /
         # snapshots they hold
@@ -145,28 +146,26 @@ class _Acc:
         self.t.extend((tr.t[s:] + t0).tolist())
         self.loss.extend(tr.loss[s:].tolist())
         ss = 0 if first else 1
-        fa, fW, fb, fc = self.fields
         for i in range(ss, len(tr.snap_n)):
             self.snap_n.append(int(tr.snap_n[i] + n0))
             self.snap_t.append(float(tr.snap_t[i] + t0))
-            self.a.append(tr.snapshots[fa][i]); self.W.append(tr.snapshots[fW][i])
-            self.b.append(tr.snapshots[fb][i]); self.c.append(float(tr.snapshots[fc][i]))
+            for f in self.fields:
+                v = tr.snapshots[f][i]
+                self.snaps[f].append(float(v) if f == "c" else v)
             self.records.append(tr.records[i])
 
     def arrays(self, m, d, start_n: int = 0, start_snap: int = 0):
         """The stored arrays (from update entry ``start_n`` and snapshot ``start_snap`` on)."""
-        fa, fW, fb, fc = self.fields
         i, j = start_n, start_snap
-        shape_b = (-1, m, d) if fb == "V" else (-1, m)
-        return {"n": np.array(self.n[i:], dtype=np.int64),
-                "t": np.array(self.t[i:], dtype=np.float64),
-                "loss": np.array(self.loss[i:], dtype=np.float64),
-                "snap_n": np.array(self.snap_n[j:], dtype=np.int64),
-                "snap_t": np.array(self.snap_t[j:], dtype=np.float64),
-                fa: np.array(self.a[j:], dtype=np.float64).reshape(-1, m),
-                fW: np.array(self.W[j:], dtype=np.float64).reshape(-1, m, d),
-                fb: np.array(self.b[j:], dtype=np.float64).reshape(shape_b),
-                fc: np.array(self.c[j:], dtype=np.float64)}
+        out = {"n": np.array(self.n[i:], dtype=np.int64),
+               "t": np.array(self.t[i:], dtype=np.float64),
+               "loss": np.array(self.loss[i:], dtype=np.float64),
+               "snap_n": np.array(self.snap_n[j:], dtype=np.int64),
+               "snap_t": np.array(self.snap_t[j:], dtype=np.float64)}
+        for f in self.fields:
+            shape = (-1,) + tuple(self.shapes.get(f, ()))
+            out[f] = np.array(self.snaps[f][j:], dtype=np.float64).reshape(shape)
+        return out
 
     def write_part(self, store, key, m, d):
         """Append what was computed since the last checkpoint part to the store (checkpoint
@@ -178,13 +177,12 @@ class _Acc:
         self.saved_n, self.saved_snap = len(self.n), len(self.snap_n)
 
     @classmethod
-    def from_arrays(cls, arrs, records, fields=ORDINARY_FIELDS):
-        acc = cls(fields)
-        fa, fW, fb, fc = acc.fields
+    def from_arrays(cls, arrs, records, fields=ORDINARY_FIELDS, shapes=None):
+        acc = cls(fields, shapes)
         acc.n = arrs["n"].tolist(); acc.t = arrs["t"].tolist(); acc.loss = arrs["loss"].tolist()
         acc.snap_n = arrs["snap_n"].tolist(); acc.snap_t = arrs["snap_t"].tolist()
-        acc.a = list(arrs[fa]); acc.W = list(arrs[fW]); acc.b = list(arrs[fb])
-        acc.c = arrs[fc].tolist()
+        for f in acc.fields:
+            acc.snaps[f] = arrs[f].tolist() if f == "c" else list(arrs[f])
         acc.records = records
         return acc
 
@@ -231,16 +229,11 @@ def run_one(spec: dict, store_root: str, *, _stop_after_segments: int | None = N
     threads would not run them in parallel anyway.  This keeps the results identical on every
     executor (tests/popdyn/test_sweep_store.py).
     """
-    from ._threads import blas_threads
-
     with _RUN_LOCK, blas_threads(1):
         return _run_one(spec, store_root, _stop_after_segments)
 
 
 def _run_one(spec, store_root, _stop_after_segments):
-    from ..dynamics import Schedule
-    from ..dynamics import train as _train
-
     store = Store(store_root)
     key = spec_key(spec)
     if store.has(key):
@@ -255,17 +248,18 @@ def _run_one(spec, store_root, _stop_after_segments):
     max_updates = int(kw["max_updates"])
     max_time = float(kw["max_time"])
     fields = param_fields(student)
+    shapes = student.family.shapes()
     ck = store.checkpoint(key)
     if ck is not None and any(f"p_{k}" not in ck[0] for k in fields):
         ck = None                    # not this student family's checkpoint: start over
     resumed = ck is not None
     if ck is None:
-        acc, p, n0, t0, h0, L0, forced, ngrad, seg = (_Acc(fields), p0, 0, 0.0, float(kw["h0"]),
+        acc, p, n0, t0, h0, L0, forced, ngrad, seg = (_Acc(fields, shapes), p0, 0, 0.0, float(kw["h0"]),
                                                       None, 0, 0, 0)
         status = None
     else:
         arrs, meta = ck
-        acc = _Acc.from_arrays(arrs, meta["records"], fields)
+        acc = _Acc.from_arrays(arrs, meta["records"], fields, shapes)
         if meta.get("format", 1) == CHECKPOINT_FORMAT:   # else: nothing is in parts yet
             acc.parts, acc.saved_n, acc.saved_snap = int(meta["parts"]), len(acc.n), len(acc.snap_n)
         p = params_from(student, arrs, prefix="p_")
@@ -310,7 +304,7 @@ def _run_one(spec, store_root, _stop_after_segments):
         meta = {"schema": SCHEMA, "format": CHECKPOINT_FORMAT, "parts": acc.parts, "n0": n0,
                 "t0": t0, "h0": h0, "L0": L0, "forced": forced, "ngrad": ngrad, "seg": seg}
         store.write_checkpoint(key, _identity(spec),
-                               {f"p_{k}": v for k, v in _params_arrays(p).items()}, meta)
+                               {f"p_{k}": v for k, v in _params_arrays(p, param_fields(student)).items()}, meta)
         if _stop_after_segments is not None and seg >= _stop_after_segments:
             return {"key": key, "status": "interrupted", "skipped": False, "resumed": resumed,
                     "wall": time.perf_counter() - wall0}
@@ -333,8 +327,6 @@ _CK_KEYS = ("n", "t", "normalized_loss", "a_top", "a_min", "a_mean", "resolved",
 
 def _ck_summary(rec: dict) -> dict:
     out = {k: rec[k] for k in _CK_KEYS if k in rec}
-    from ..diagnostics.refit import KINDS
-
     for kind in KINDS:
         for k in (f"refit_{kind}", f"refit_{kind}_lower"):
             if k in rec:
@@ -345,8 +337,6 @@ def _ck_summary(rec: dict) -> dict:
 def summarize(spec, student, teacher, arrays, records, status) -> dict:
     """The stored record of a finished run (without timing info)."""
     from .. import __version__
-    from ..plateau import plateau, standard_plateaus
-
     VY = float(teacher.variance)
     ell = 2.0 * arrays["loss"] / VY
     delta = float(spec["diagnostics"]["delta"])
@@ -393,11 +383,13 @@ def _b(br) -> dict:
 
 def certify_state(student, teacher, arrays, i, spec) -> dict:
     """Certified brackets at snapshot ``i``: AGOP alignment (a_top, a_min, a_mean) and the
-    ``certify_kinds`` refit risks in units of V_Y; for SwiGLU students also the normalized loss
-    (``loss``, MSE / V_Y) and no refit brackets (certify.refit_risk does not cover them: each
-    kind is recorded as ``refit_<kind>_error``).  A failure to certify is recorded (as
+    ``certify_kinds`` refit risks in units of V_Y; for students of other families than the
+    ridge one (SwiGLU, skip) also the normalized loss (``loss``, MSE / V_Y) and no refit
+    brackets (certify.refit_risk does not cover them: each kind is recorded as
+    ``refit_<kind>_error``).  A failure to certify is recorded (as
     ``error``), never replaced by a point value."""
-    swiglu = param_fields(student) == SWIGLU_FIELDS
+    fam = family_of(student)
+    ridge = fam.name == "ridge"          # certify.refit_risk covers the ridge family only
     p = params_from(student, arrays, i)
     out = {"n": int(arrays["snap_n"][i])}
     dg = spec["diagnostics"]
@@ -411,12 +403,12 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
         out.update({"a_top": _b(al.a_top), "a_min": _b(al.a_min), "a_mean": _b(al.a_mean)})
     except Exception as exc:
         out["alignment_error"] = f"{type(exc).__name__}: {exc}"
-    if swiglu:
+    if not ridge:
         try:
             out["loss"] = _b(certify.loss(student, p, teacher, prec=prec).normalized)
         except Exception as exc:
             out["loss_error"] = f"{type(exc).__name__}: {exc}"
-    unsupported = ("SwiGLU students" if swiglu else
+    unsupported = (f"{fam.label} students" if not ridge else
                    "multi-index (gated) teachers" if teacher.kind == "multi_index" else None)
     for kind in dg.get("certify_kinds", ["same_budget"]):
         if unsupported:

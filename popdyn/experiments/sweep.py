@@ -35,6 +35,7 @@ import os
 import sys
 import time
 
+from ..config import expand
 from .runner import run_one, spec_key
 from .store import Store
 
@@ -103,8 +104,6 @@ def dask_executor(address: str, *, timeout: float = 10.0):
 
 def plan(cfg: dict) -> list:
     """The sweep's runs as (key, spec) in declared order (teachers × settings × seeds)."""
-    from ..config import expand
-
     return [(spec_key(s), s) for s in expand(cfg)]
 
 

@@ -1,0 +1,174 @@
+r"""The ``skip`` student family: a ridge student with a learned linear skip connection.
+
+    f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c,     x ~ N(0, I_d),
+
+built by ``popdyn.Student(d, m, activation=..., skip=True)`` (``Params.v``, shape (d,)), for the
+relu, leaky relu and smooth activations.  Everything reduces to the ridge family's moments
+(:class:`popdyn.models.RidgeFamily`) plus, by Stein's identity E[σ(w·x + b) x] = E[σ′] w, three
+per-neuron scalars and one teacher vector:
+
+    μ1_j = E[σ′_j],   ∂_b μ1_j = E[σ″_j],   ∂_w μ1_j = E[σ″_j z] θ_j   (z = θ_j·x),
+    τ = E[y x] = Σ_k v*_k E[θ_k·x · g_k]      (the engine's cross moments of d linear units).
+
+With r_j = w_j·v and u = s Wᵀ(a ∘ μ1) = E[∇_x(f − v·x)]:
+
+    L      = L_ridge + s Σ_j a_j μ1_j r_j − v·τ + ½|v|²                             (SK-1)
+    ∂L/∂v  = u − τ + v
+    ∂L/∂a_j = ∂L_ridge/∂a_j + s μ1_j r_j
+    ∂L/∂b_j = ∂L_ridge/∂b_j + s a_j r_j E[σ″_j]
+    ∂L/∂w_j = ∂L_ridge/∂w_j + s a_j (μ1_j v + r_j E[σ″_j z] θ_j)                    (SK-2)
+    AGOP    = AGOP_ridge + v vᵀ + u vᵀ + v uᵀ        (∇_x f = v + s Σ_j a_j σ′_j w_j)   (SK-3)
+
+(∂L/∂c is the ridge one: E[v·x] = 0.)  The normalized Hermite coefficients
+E[σ′ h_n], E[ασ″ h_n] of :func:`popdyn._hermite.unit_coefficients` give μ1 = E[σ′ h_0],
+α E[σ″] = E[ασ″ h_0] and α E[σ″ z] = E[ασ″ h_1] (closed forms for relu / leaky relu, quadrature
+for the smooth activations).
+
+Refits (kinds ``unrestricted``, ``same_budget``, ``bounded``, ``projected``) refit the head and
+the intercept on the frozen features σ(w_j·x + b_j) with the skip v·x kept as part of the
+frozen model: the target is y − v·x, so g gains −s μ1 ∘ (Wv) and the problem's ``variance``
+(the risk of a zero head) is Var(y − v·x) = V_Y − 2v·τ + |v|²; ``risk`` is E[(f′ − y)²].
+
+Teachers: additive links and networks (the engine's ridge teachers).  Multi-index (gated)
+teachers raise ``ValueError`` (their E[y x] is not wired here).
+
+References
+----------
+Skip connections and spurious minima (seed abstracts, ../shared/seeds/); DESIGN §3 (Stein's
+lemma, moment matrices); issue 18.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import family as _family
+from ._hermite import unit_coefficients
+from ._moments import UnitSet, cross_moments, student_units, teacher_units
+from .models import Params, RidgeFamily
+
+
+class _SkipMoments:
+    """Ridge moments ``R`` plus the skip terms: ``mu1`` = E[σ′_j], ``e2`` = E[σ″_j],
+    ``e2z`` = E[σ″_j z_j], ``theta`` (m, d) and ``tau`` = E[y x] (None without a teacher)."""
+
+    def __init__(self, R, mu1, e2, e2z, theta, tau):
+        self.R, self.mu1, self.e2, self.e2z, self.theta, self.tau = R, mu1, e2, e2z, theta, tau
+
+    def __getattr__(self, name):          # the ridge fields (C, B, mu0, order, ...)
+        return getattr(self.__dict__["R"], name)
+
+
+class SkipFamily(RidgeFamily):
+    """The ``skip`` family (:mod:`popdyn.family` protocol; formulas SK-1..SK-3 above)."""
+
+    name = "skip"
+    label = "skip"
+    fields = ("a", "W", "b", "v", "c")
+    fused = False
+
+    def __init__(self, student):
+        super().__init__(student)
+        self._tau = {}
+
+    def shapes(self) -> dict:
+        return {**super().shapes(), "v": (self.student.d,)}
+
+    # -- moments
+    def _teacher_tau(self, teacher, tol):
+        """τ = E[y x] (d,), cached per teacher (teachers are immutable)."""
+        hit = self._tau.get(id(teacher))
+        if hit is not None and hit[0] is teacher:
+            return hit[1]
+        if teacher.kind == "multi_index":
+            raise ValueError("skip students (skip=True) support additive and network teachers; "
+                             "multi-index (gated) teachers are not implemented")
+        d = self.student.d
+        lin = UnitSet("pl", np.ones(d), np.zeros(d), np.eye(d), np.zeros(d), np.ones(d))
+        Ct = cross_moments(lin, teacher_units(teacher), tol)[0]
+        tau = Ct @ teacher.weights
+        if len(self._tau) > 8:
+            self._tau.clear()
+        self._tau[id(teacher)] = (teacher, tau)
+        return tau
+
+    def _units(self, params, tol):
+        su = student_units(self.student, params)
+        if su.kind == "pl":
+            uc = unit_coefficients("pl", su.al, su.be, p=float(su.p[0]), q=float(su.q[0]), n=2,
+                                   rtol=tol)
+        else:
+            uc = unit_coefficients("smooth", su.al, su.be, code=su.code, rtol=min(tol, 1e-13))
+        mu1 = uc.Dd[:, 0].copy()
+        ok = su.al > 0
+        al = np.where(ok, su.al, 1.0)
+        # r_j = w_j·v = 0 where α_j = 0, so those entries never enter
+        e2 = np.where(ok, uc.Dd2[:, 0] / al, 0.0)
+        e2z = np.where(ok, uc.Dd2[:, 1] / al, 0.0)
+        return mu1, e2, e2z, su.theta
+
+    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
+        R = super().moments(params, teacher, need=need, tol=tol)
+        mu1, e2, e2z, theta = self._units(params, tol)
+        tau = None if (teacher is None or need == "student") else self._teacher_tau(teacher, tol)
+        return _SkipMoments(R, mu1, e2, e2z, theta, tau)
+
+    # -- objective
+    def loss(self, params, teacher, M) -> float:
+        s, v = self.student.s, params.v
+        r = params.W @ v
+        return (super().loss(params, teacher, M.R) + s * ((params.a * M.mu1) @ r)
+                - v @ M.tau + 0.5 * (v @ v))
+
+    def loss_error(self, params, teacher, M) -> float:
+        return super().loss_error(params, teacher, M.R)
+
+    def loss_scale(self, params, teacher, M) -> float:
+        s, v = self.student.s, params.v
+        r = np.abs(params.W @ v)
+        return (super().loss_scale(params, teacher, M.R) + s * ((np.abs(params.a * M.mu1)) @ r)
+                + np.abs(v) @ np.abs(M.tau) + 0.5 * (v @ v))
+
+    def grad(self, params, teacher, M) -> Params:
+        st = self.student
+        s, a, v, W = st.s, params.a, params.v, params.W
+        g = super().grad(params, teacher, M.R)
+        r = W @ v
+        ga = g.a + s * M.mu1 * r
+        gb = g.b + s * a * r * M.e2 if st.bias else g.b
+        gW = g.W + (s * a)[:, None] * (M.mu1[:, None] * v[None, :]
+                                       + (r * M.e2z)[:, None] * M.theta)
+        gv = s * (W.T @ (a * M.mu1)) - M.tau + v
+        return Params(ga, gW, gb, g.c, gv)
+
+    def fit_intercept(self, params, teacher) -> Params:
+        return super().fit_intercept(params, teacher)       # E[v·x] = 0: the ridge minimizer
+
+    # -- diagnostics
+    def agop(self, params, M) -> np.ndarray:
+        if getattr(M, "mu1", None) is None:
+            raise ValueError("skip AGOP needs the skip moments")
+        v = params.v
+        u = self.student.s * (params.W.T @ (params.a * M.mu1))
+        A = super().agop(params, M.R) + np.outer(v, v) + np.outer(u, v) + np.outer(v, u)
+        return 0.5 * (A + A.T)
+
+    def refit_problem(self, params, teacher, M):
+        s, v = self.student.s, params.v
+        P = super().refit_problem(params, teacher, M.R)
+        g = P.g - s * M.mu1 * (params.W @ v)
+        g = np.where(P.dropped, 0.0, g)
+        var = float(teacher.variance - 2.0 * (v @ M.tau) + v @ v)
+        return _family.RefitProblem(P.G, g, var, P.mean_y, P.mu0, P.s, P.dropped)
+
+    # -- dynamics: v moves with the rate of W
+    def axpy(self, p, g, h, rates):
+        return Params(p.a - (h * rates["a"]) * g.a, p.W - h * g.W, p.b - (h * rates["b"]) * g.b,
+                      p.c - (h * rates["c"]) * g.c, p.v - h * g.v)
+
+    def diff_norm(self, p, q) -> float:
+        return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.W - q.W) ** 2)
+                             + np.sum((p.b - q.b) ** 2) + np.sum((p.v - q.v) ** 2)
+                             + (p.c - q.c) ** 2))
+
+
+_family.register("skip", SkipFamily)

@@ -1,0 +1,124 @@
+"""The skip student family (issue 18): f(x) = s Σ a_j σ(w_j·x + b_j) + v·x + c.
+
+References: data/refs/skip_refs.json (mpmath nested quadrature at 35 digits, inputs as float64
+hex; data/_precompute/skip_refs.py) for the loss and ∂L/∂v; finite differences of the exact
+loss for every gradient entry (hypothesis); v = 0 equals the plain student bit for bit.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import popdyn
+
+REFS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "refs", "skip_refs.json")
+
+
+def _h(x):
+    return [float.fromhex(y) for y in x] if isinstance(x, list) else float.fromhex(x)
+
+
+@pytest.mark.parametrize("i", [0, 1])
+def test_loss_and_grad_v_against_mpmath(i):
+    with open(REFS) as fh:
+        case = json.load(fh)["cases"][i]
+    inp = case["inputs"]
+    act = inp["act"]
+    w, v, u = (np.array(_h(inp[k])) for k in ("w", "v", "u"))
+    S = popdyn.Student(3, 1, activation=act, skip=True)
+    T = popdyn.Teacher.additive("h2", u[None, :], np.array([_h(inp["kappa"])]))
+    p = popdyn.Params([_h(inp["a"])], w[None, :], [_h(inp["b"])], _h(inp["c"]), v)
+    L, g = popdyn.loss_and_grad(S, p, T)
+    tol = 1e-12 if act == "relu" else 1e-10
+    Lref = float(case["loss"])
+    assert abs(L - Lref) <= tol * abs(Lref)
+    gref = np.array([float(x) for x in case["grad_v"]])
+    assert np.all(np.abs(g.v - gref) <= tol * np.max(np.abs(gref)))
+
+
+def _state(seed, act, d=4, m=3):
+    rng = np.random.default_rng(seed)
+    S = popdyn.Student(d, m, activation=act, skip=True)
+    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
+    T = popdyn.Teacher.network("relu", np.array([1.0, -0.6]), U, np.array([0.2, -0.1]))
+    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
+    return S, p, T
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), act=st.sampled_from(["relu", "leaky_relu", "silu", "tanh"]))
+def test_gradient_is_the_derivative_of_the_loss(seed, act):
+    S, p, T = _state(seed, act)
+    L, g = popdyn.loss_and_grad(S, p, T)
+    e = 1e-6
+    for f in ("a", "W", "b", "v"):
+        x, gx = getattr(p, f), getattr(g, f)
+        for idx in list(np.ndindex(x.shape))[:4]:
+            hi, lo = x.copy(), x.copy()
+            hi[idx] += e
+            lo[idx] -= e
+            fd = (popdyn.population_loss(S, p.replace(**{f: hi}), T)
+                  - popdyn.population_loss(S, p.replace(**{f: lo}), T)) / (2 * e)
+            assert abs(fd - gx[idx]) <= 1e-6 * (1 + abs(gx[idx])), (f, idx)
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10_000), act=st.sampled_from(["relu", "silu"]))
+def test_v_zero_is_the_plain_student(seed, act):
+    S, p, T = _state(seed, act)
+    p0 = p.replace(v=np.zeros(S.d))
+    plain = S.replace(skip=False)
+    assert popdyn.population_loss(S, p0, T) == popdyn.population_loss(plain, p0, T)
+    g, g0 = popdyn.population_grad(S, p0, T), popdyn.population_grad(plain, p0, T)
+    for f in ("a", "W", "b"):
+        np.testing.assert_array_equal(getattr(g, f), getattr(g0, f))
+    np.testing.assert_allclose(popdyn.agop(S, p0), popdyn.agop(plain, p0), rtol=0, atol=0)
+
+
+def test_agop_against_monte_carlo():
+    S, p, T = _state(3, "relu")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200_000, S.d))
+    Z = X @ p.W.T + p.b
+    G = (Z > 0) * p.a * S.s
+    grads = G @ p.W + p.v
+    M = grads.T @ grads / X.shape[0]
+    A = popdyn.agop(S, p)
+    se = np.std(np.einsum("ni,nj->nij", grads, grads), axis=0) / np.sqrt(X.shape[0])
+    assert np.all(np.abs(A - M) <= 5 * se + 1e-12)
+
+
+def test_training_learns_a_linear_teacher_part():
+    """A teacher with a linear part (relu link: E[y x] ≠ 0) is fitted faster with the skip."""
+    d = 4
+    T = popdyn.Teacher.additive("relu", np.eye(d)[:1])
+    S = popdyn.Student(d, 3, activation="relu", skip=True)
+    p = S.init(0, 0.1, T)
+    tr = popdyn.train(S, p, T, method="gd", lr=0.1, max_updates=200)
+    assert tr.status == "horizon" and np.all(np.isfinite(tr.loss))
+    assert tr.loss[-1] < 0.5 * tr.loss[0]
+    assert tr.final.v[0] > 0.2 and "v" in tr.snapshots
+    assert np.all(np.diff(tr.loss) <= 1e-12)          # GD at a small step: monotone
+    r = popdyn.refit_risk(S, tr.final, T)
+    assert 0 <= r.risk <= 2 * tr.loss[-1] + 1e-12      # refitting the head cannot do worse
+
+
+def test_certify_loss_numerical_bracket():
+    import certify
+
+    S, p, T = _state(1, "relu")
+    res = certify.loss(S, p, T)
+    assert res.provenance == "numerical"
+    assert res.loss.contains(popdyn.population_loss(S, p, T))
+
+
+def test_bad_skip_argument():
+    with pytest.raises(TypeError, match="skip"):
+        popdyn.Student(3, 2, skip=1)
+    S = popdyn.Student(3, 2)
+    p = S.init(0, 0.5)
+    with pytest.raises(ValueError, match="skip=False"):
+        S.check(p.replace(v=np.ones(3)))
