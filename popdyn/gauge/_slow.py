@@ -284,7 +284,7 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
     from certify import _arb as A
     from certify.ode import integrate_until
 
-    from ._rigorous import reduced_field
+    from ._field import reduced_field
 
     thr = [float(t) for t in thresholds]
     with A.workprec(prec):
