@@ -28,7 +28,7 @@ from flint import arb, arb_mat
 from . import _arb as A
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
-from .moments import certified_moments, student_supported, teacher_supported
+from .moments import certified_moments, pair_supported, student_supported
 
 __all__ = ["LossBracket", "loss"]
 
@@ -158,8 +158,8 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
             f"brackets for {teacher.kind!r} (gated / multi-index) teachers with ordinary students "
             "are not implemented", hint="popdyn.population_loss(..., full_output=True) for the "
             "float64 value and its error estimate")
-    covered, rigorous = teacher_supported(teacher)
-    if not (student_supported(student) and covered):
+    covered, rigorous = pair_supported(student, teacher)
+    if not (student_supported(student) and covered) or (grad and student.act.kind != "pl"):
         if grad:
             raise CertificationError(
                 f"the gradient is certified only for relu / leaky_relu students against PL or "

@@ -47,7 +47,7 @@ from flint import arb, arb_mat
 from . import _arb as A
 from .bracket import Bracket
 from .errors import CertificationError
-from .moments import certified_moments, student_supported, teacher_supported
+from .moments import certified_moments, pair_supported, student_supported
 
 __all__ = ["RefitBracket", "refit_risk"]
 
@@ -237,11 +237,11 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     kind = check_kind(kind)
     _check(student, params, teacher)
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
-    if not student_supported(student):
+    if not student_supported(student):       # pragma: no cover - every activation is covered
         raise CertificationError(
-            f"certified refit covers relu / leaky_relu students, not {student.activation!r}",
+            f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
-    covered, rig = teacher_supported(teacher)
+    covered, rig = pair_supported(student, teacher)
     if not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
