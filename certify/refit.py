@@ -232,16 +232,30 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     from popdyn.diagnostics.refit import (RefitProblem, _check_refit_args, check_kind,
                                           solve_ball, solve_cutoff)
     from popdyn.objective import _check
+    from popdyn.swiglu import SwiGLUStudent
 
     prec = A.check_prec(prec)
     kind = check_kind(kind)
-    _check(student, params, teacher)
+    swiglu = isinstance(student, SwiGLUStudent)
+    if swiglu:
+        from .swiglu import swiglu_refit_problem
+        if kind == "projected":
+            raise ValueError("`kind`='projected' is not defined for SwiGLU students; use one of "
+                             "'unrestricted', 'same_budget', 'bounded'")
+        if U is not None:
+            raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
+        _problem_of = swiglu_refit_problem
+    else:
+        _check(student, params, teacher)
+        _problem_of = _problem
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
-    if not student_supported(student):       # pragma: no cover - every activation is covered
+    if swiglu:
+        pass
+    elif not student_supported(student):       # pragma: no cover - every activation is covered
         raise CertificationError(
             f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
-    covered, rig = pair_supported(student, teacher)
+    covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
     if not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
@@ -255,7 +269,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
     with A.workprec(prec):
-        G, g, V, CM = _problem(student, params, teacher, prec)
+        G, g, V, CM = _problem_of(student, params, teacher, prec)
         prov = "rigorous" if CM.rigorous else "numerical"
         if not (G.is_finite() if hasattr(G, "is_finite") else True) or not V.is_finite():
             raise CertificationError("refit quadratic not finite", hint="a higher prec")
