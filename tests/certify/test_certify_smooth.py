@@ -166,3 +166,36 @@ def test_no_refusal_for_smooth_students(act):
         Rf = popdyn.diagnostics.refit_risk(S, p, T, kind, budget=budget)
         # the float head is feasible: its risk is at least the certified lower bound
         assert Rf.risk >= R.risk.lo - 1e-12 * max(1.0, R.risk.hi)
+
+
+def test_swiglu_refits_certified_against_reference_loss():
+    """SwiGLU refits (issue 19): the current head is feasible for every kind with a budget
+    ≥ ‖a‖, so each certified lower bound must lie below 2L (MSE) of the independent 2-D
+    quadrature reference of data/refs/swiglu_refs.json; the brackets are rigorous, resolved,
+    ordered (unrestricted ≤ same_budget ≤ bounded with B < ‖a‖) and contain the float64
+    solver's attained risk up to its rounding (the float head is feasible)."""
+    from popdyn import SwiGLUParams, SwiGLUStudent, Teacher
+    from popdyn import swiglu as sw
+    with open(os.path.join(ROOT, "data", "refs", "swiglu_refs.json")) as fh:
+        refs = json.load(fh)
+    c = next(c for c in refs["cases"] if c["teacher"] == "h3")
+    U = np.eye(refs["d"])[:1]
+    T = Teacher.additive("h3", U)
+    S = SwiGLUStudent(refs["d"], len(c["a"]))
+    p = SwiGLUParams(c["a"], c["G"], c["V"], c["c"])
+    mse_ref = 2 * mp.mpf(c["ref"]["loss"])
+    B_small = 0.5 * float(np.linalg.norm(p.a))
+    out = {}
+    for kind, B in (("unrestricted", None), ("same_budget", None), ("bounded", B_small)):
+        R = certify.refit_risk(S, p, T, kind, budget=B)
+        assert R.provenance == "rigorous" and R.status == "resolved"
+        assert R.risk.rel_width <= 1e-12
+        if kind != "bounded":
+            assert mp.mpf(R.risk.lo) <= mse_ref
+        Rf = sw.refit_risk(S, p, T, kind, budget=B)
+        assert R.risk.lo <= Rf.risk * (1 + 1e-12)
+        out[kind] = R.risk
+    assert out["unrestricted"].lo <= out["same_budget"].hi
+    assert out["same_budget"].lo <= out["bounded"].hi
+    with pytest.raises(ValueError, match="projected"):
+        certify.refit_risk(S, p, T, "projected")
