@@ -60,7 +60,9 @@ def float_diag(S, p, T, U):
 def certified(S, p, T, U, prec=128):
     clear_cache()
     from certify import smooth as SM
+    from certify import swiglu as CS
     SM._HTAB.clear()
+    CS._SETUP_CACHE.clear()
     return (certify.loss(S, p, T, prec=prec), certify.alignment(S, p, U, prec=prec),
             certify.refit_risk(S, p, T, "unrestricted", prec=prec))
 

@@ -1032,8 +1032,11 @@ def _cache_put(key, obj, grad, hasB, exact):
 
 
 def clear_cache():
-    """Forget cached moment enclosures."""
+    """Forget cached moment enclosures (also those of certify.smooth and certify.swiglu)."""
     _CACHE.clear()
+    from . import smooth, swiglu
+    smooth._HTAB.clear()
+    swiglu._SETUP_CACHE.clear()
 
 
 def _compute(student, params, teacher, prec, grad, need_B, exact):

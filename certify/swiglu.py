@@ -61,7 +61,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat
+from flint import arb, arb_mat, ctx
 
 from . import _arb as A
 from . import _mehler as _mh
@@ -433,7 +433,27 @@ def _order(student, params):
     return int(N) + 8
 
 
+_SETUP_CACHE: list = []
+
+
 def _setup(student, params, extra_rows, prec, N=None):
+    """Geometry, SiLU enclosures and Mehler moments of one state (the last few cached, so that
+    the loss, the refit and the alignment at one checkpoint share them; the key holds every
+    input bit and the working precision)."""
+    key = (params.G.tobytes(), params.G.shape, None if extra_rows is None else
+           (extra_rows.tobytes(), extra_rows.shape), prec, N, ctx.prec)
+    for k, v in _SETUP_CACHE:
+        # student-only requests (the AGOP) may use an entry with teacher rows: the student
+        # rows come first, so their geometry and moments are the same
+        if k == key or (extra_rows is None and k[:2] == key[:2] and k[3:] == key[3:]):
+            return v
+    out = _setup_compute(student, params, extra_rows, prec, N)
+    _SETUP_CACHE.insert(0, (key, out))
+    del _SETUP_CACHE[3:]
+    return out
+
+
+def _setup_compute(student, params, extra_rows, prec, N=None):
     G = params.G
     m = student.m
     rows = G if extra_rows is None else np.vstack([G, extra_rows])
