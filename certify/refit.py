@@ -190,7 +190,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     Parameters
     ----------
     student, params, teacher
-        As in :func:`popdyn.diagnostics.refit_risk`; relu / leaky_relu students.
+        As in :func:`popdyn.diagnostics.refit_risk`: relu, leaky_relu and smooth (silu, gelu,
+        tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks and additive
+        teachers; SwiGLU students (:func:`certify.swiglu.swiglu_refit_problem`) against
+        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded).
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional
@@ -213,7 +216,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ValueError, TypeError
         Unknown kind, bad budget, non-finite parameters, bad ``prec``.
     CertificationError
-        Smooth students (not covered), or when no finite enclosure is obtained.
+        Teachers outside the covered classes (gated / multi-index; SwiGLU against
+        non-polynomial teachers), or when no finite enclosure is obtained.
 
     Examples
     --------
