@@ -170,26 +170,46 @@ def one(name, act, inp):
                 "a_top": s(a_top), "a_min": s(a_min), "a_mean": s(a_mean), "refit": refit}
 
 
-def main():
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=None, help="comma-separated case names")
+    ap.add_argument("--out", default=PATH, help="output JSON (default data/refs/smooth_refs.json)")
+    ap.add_argument("--merge", default=None, help="merge the cases of this JSON into --out")
+    args = ap.parse_args(argv)
+    path = args.out
     out = []
     done = {}
-    if os.path.exists(PATH):
-        with open(PATH) as fh:
+    if os.path.exists(path):
+        with open(path) as fh:
             done = {c["name"]: c for c in json.load(fh)["cases"]}
+    if args.merge:
+        with open(args.merge) as fh:
+            for c in json.load(fh)["cases"]:
+                done.setdefault(c["name"], c)
+    only = None if args.only is None else set(args.only.split(","))
     t0 = time.time()
     for name, act, raw in cases():
+        if only is not None and name not in only:
+            continue
         inp = to_inputs(raw)
         if name in done and done[name]["inputs"] == inp:
             out.append(done[name])
+            if args.merge:
+                _save(path, out)
             continue
         t = time.time()
         out.append(one(name, act, inp))
         print(f"{name}: {time.time() - t:.0f} s", flush=True)
-        with open(PATH + ".tmp", "w") as fh:
-            json.dump({"source": "data/_precompute/smooth_refs.py", "dps": DPS, "cases": out},
-                      fh, indent=1)
-        os.replace(PATH + ".tmp", PATH)
+        _save(path, out)
     print(f"total {time.time() - t0:.0f} s")
+
+
+def _save(path, out):
+    with open(path + ".tmp", "w") as fh:
+        json.dump({"source": "data/_precompute/smooth_refs.py", "dps": DPS, "cases": out},
+                  fh, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

@@ -116,8 +116,7 @@ def test_reference_set_covers_the_issue():
     assert "erf_w20_tanh" in CASES          # the issue's |w| = 20 erf case
 
 
-@pytest.mark.parametrize("kind,al,be", [("erf", 1.3, 0.26), ("erf", 20.0, -0.36),
-                                        ("gelu", 0.7, -0.4), ("gelu", 6.0, 0.3),
+@pytest.mark.parametrize("kind,al,be", [("erf", 20.0, -0.36), ("gelu", 6.0, 0.3),
                                         ("tanh", 0.9, 0.5), ("silu", 1.2, -0.8)])
 def test_unit_coefficients_against_quadrature(kind, al, be):
     sig = {"erf": mp.erf, "gelu": lambda t: t * mp.ncdf(t), "tanh": mp.tanh,
@@ -134,7 +133,7 @@ def test_unit_coefficients_against_quadrature(kind, al, be):
         c, d, tc, td = u.series(N)
         z0 = -be / al
         pts = [-mp.inf] + [z0 + k / al for k in (-4, -1, 0, 1, 4)] + [mp.inf]
-        for n in (0, 1, 5, 17):
+        for n in (0, 17):
             hn = lambda z: mp.hermite(n, z / mp.sqrt(2)) * mp.mpf(2) ** (-mp.mpf(n) / 2)
             ref_c = mp.quad(lambda z: sig(al * z + be) * hn(z) * mp.npdf(z), pts) / mp.sqrt(
                 mp.factorial(n))
