@@ -520,7 +520,7 @@ def _intersect(x, y):
                                  hint="report this case")
 
 
-def pick_order(units, prec: int, need_tail_bits: int | None = None) -> int:
+def pick_order(units, prec: int) -> int:
     """Smallest N in 64, 128, … ≤ N_MAX whose tail energies are below 2^{−2prec−16} of the
     energies (closed-form units; tanh / silu use a fixed order from their plan)."""
     N = 64
@@ -555,7 +555,7 @@ def trap_order(units, prec):
     return 128 if prec <= 128 else int(prec)
 
 
-def _lip_C(ui, uj, om, flag_side):
+def _lip_C(ui, uj, om):
     """Lipschitz radius (1 ∓ ρ)α_iα_j(E[σ′_i²]E[σ′_j²])^{1/2} of C around ρ = ±1."""
     return A.mul_up(A.upper(om), A.upper(ui.al * uj.al),
                     A.sqrt_up(A.mul_up(A.upper(ui.e1), A.upper(uj.e1))))
@@ -599,21 +599,13 @@ class PairEngine:
             if flag == side or A.upper(dist) < 0.25:
                 c1 = self.trap.aligned(ui, uj, side, 0)
                 b1 = self.trap.aligned(ui, uj, side, 1)
-                C = _intersect(C, c1 + arb(0, _lip_C(ui, uj, dist, side)))
+                C = _intersect(C, c1 + arb(0, _lip_C(ui, uj, dist)))
                 B = _intersect(B, b1 + arb(0, _lip_B(ui, uj, dist)))
         return C, B
-
-    def cross_series(self, u, N):
-        return u.series(N)
 
 
 def _student_kind(student):
     return student.act.name
-
-
-def teacher_covered(teacher) -> bool:
-    """Teachers the smooth path covers: additive (any link), PL or smooth teacher networks."""
-    return teacher.kind in ("additive", "network")
 
 
 def smooth_moments(student, params, teacher=None, *, prec: int = 128, need_B: bool = True):
