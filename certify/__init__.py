@@ -19,6 +19,7 @@ from .bracket import Bracket, BracketArray
 from .errors import CertificationError, Undecided
 from .loss import LossBracket, loss
 from .refit import RefitBracket, refit_risk
+from . import smooth as _smooth  # noqa: F401  (registers the smooth-student moments)
 from . import swiglu as _swiglu  # noqa: F401  (registers the SwiGLU certifiers)
 from .timescale import ExponentBracket, TimescaleBracket, scaling_exponent, timescale
 

@@ -272,8 +272,8 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
     Parameters
     ----------
     student : popdyn.Student or popdyn.SwiGLUStudent
-        relu or leaky_relu (rigorous), SwiGLU (rigorous, :mod:`certify.swiglu`).  Smooth
-        activations are not covered (CertificationError).
+        relu or leaky_relu (rigorous), silu, gelu, tanh, erf (rigorous,
+        :mod:`certify.smooth`), SwiGLU (rigorous, :mod:`certify.swiglu`).
     params : popdyn.Params
     U : array_like (r, d) or popdyn.Teacher
         Orthonormal rows (checked to 1e−10; the bound accounts for the actual ‖UUᵀ − I‖);

@@ -13,9 +13,11 @@ Provenance
 ``rigorous`` for relu / leaky_relu students against relu / leaky_relu teacher networks and
 additive teachers whose links are polynomial (h1…h6, h3+0.3h2), piecewise linear (relu, abs),
 Gaussian-polynomial (gaussian_bump, damped_cubic:a), sin, or positive mixtures of these.
-``numerical`` when a tabulated link (tanh, silu, silu_centered) enters (its Hermite
-coefficients are high-precision quadrature values, not enclosures), and for smooth students or
-smooth teacher networks, whose brackets come from the float64 engine with its estimated series
+``rigorous`` also for smooth students (silu, gelu, tanh, erf: :mod:`certify.smooth`) against
+PL or smooth teacher networks and the rigorous links above.  ``numerical`` when a tabulated
+link (tanh, silu, silu_centered) enters (its Hermite coefficients are high-precision quadrature
+values, not enclosures), and for PL students against smooth teacher networks or gated /
+multi-index teachers, whose brackets come from the float64 engine with its estimated series
 error doubled plus a rounding allowance of 1e−13 of the loss scale (an estimate, not a bound).
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ from . import _arb as A
 from . import _families
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
-from .moments import certified_moments, student_supported, teacher_supported
+from .moments import certified_moments, pair_supported, student_supported
 
 __all__ = ["LossBracket", "loss"]
 
@@ -162,8 +164,8 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
             f"brackets for {teacher.kind!r} (gated / multi-index) teachers with ordinary students "
             "are not implemented", hint="popdyn.population_loss(..., full_output=True) for the "
             "float64 value and its error estimate")
-    covered, rigorous = teacher_supported(teacher)
-    if not (student_supported(student) and covered):
+    covered, rigorous = pair_supported(student, teacher)
+    if not (student_supported(student) and covered) or (grad and student.act.kind != "pl"):
         if grad:
             raise CertificationError(
                 f"the gradient is certified only for relu / leaky_relu students against PL or "

@@ -658,8 +658,21 @@ class CertMoments:
 
 
 def student_supported(student) -> bool:
-    """Whether the certified (Arb) path covers the student's activation (relu, leaky_relu)."""
-    return student.act.kind == "pl"
+    """Whether the certified (Arb) path covers the student's activation: relu, leaky_relu
+    (:mod:`certify.moments`) and the smooth silu, gelu, tanh, erf (:mod:`certify.smooth`)."""
+    return student.act.kind in ("pl", "smooth")
+
+
+def pair_supported(student, teacher) -> tuple[bool, bool]:
+    """(covered, rigorous) for a student–teacher pair (gated / multi-index teachers: not
+    covered here)."""
+    if student.act.kind == "smooth":
+        if teacher.kind not in ("network", "additive"):
+            return False, False
+        if teacher.kind == "network":
+            return True, True
+        return True, _link_kind(teacher.link) != "table"
+    return teacher_supported(teacher)
 
 
 def teacher_supported(teacher) -> tuple[bool, bool]:
@@ -962,12 +975,19 @@ def certified_moments(student, params, teacher=None, *, prec: int = 128, grad: b
         If a quantity cannot be enclosed (the message says what to try).
     """
     prec = A.check_prec(prec)
-    exact = bool(exact_pairs or grad or prec > FLOAT_PATH_MAX_PREC)
+    smooth = student.act.kind == "smooth"
+    if smooth and grad:
+        raise CertificationError("the certified gradient covers relu / leaky_relu students",
+                                 hint="certify the loss only (grad=False)")
+    exact = bool(exact_pairs or grad or prec > FLOAT_PATH_MAX_PREC or smooth)
     key = _cache_key(student, params, teacher, prec)
     hit = _cache_get(key, grad, need_B, exact)
     if hit is not None:
         return hit
-    out = _compute(student, params, teacher, prec, grad, need_B, exact)
+    if smooth:
+        out = SMOOTH["moments"](student, params, teacher, prec=prec, need_B=need_B)
+    else:
+        out = _compute(student, params, teacher, prec, grad, need_B, exact)
     _cache_put(key, out, grad, need_B or grad, exact)
     return out
 
@@ -1005,14 +1025,23 @@ def _cache_get(key, grad, need_B, exact):
     return None
 
 
+#: Providers registered at import by the modules above this one (no import back, so no cycle):
+#: ``SMOOTH["moments"]`` is :func:`certify.smooth.smooth_moments` (smooth students).
+SMOOTH: dict = {}
+#: Cache-clearing callables of certify.smooth and certify.swiglu, run by :func:`clear_cache`.
+CLEAR_HOOKS: list = []
+
+
 def _cache_put(key, obj, grad, hasB, exact):
     _CACHE.insert(0, (key, obj, grad, hasB, exact))
     del _CACHE[_CACHE_SIZE:]
 
 
 def clear_cache():
-    """Forget cached moment enclosures."""
+    """Forget cached moment enclosures (also those of certify.smooth and certify.swiglu)."""
     _CACHE.clear()
+    for hook in CLEAR_HOOKS:
+        hook()
 
 
 def _compute(student, params, teacher, prec, grad, need_B, exact):

@@ -52,7 +52,7 @@ from popdyn.objective import _check
 from . import _arb as A
 from .bracket import Bracket
 from .errors import CertificationError
-from .moments import certified_moments, student_supported, teacher_supported
+from .moments import certified_moments, pair_supported, student_supported
 
 __all__ = ["RefitBracket", "refit_risk"]
 
@@ -195,7 +195,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     Parameters
     ----------
     student, params, teacher
-        As in :func:`popdyn.diagnostics.refit_risk`; relu / leaky_relu students.
+        As in :func:`popdyn.diagnostics.refit_risk`: relu, leaky_relu and smooth (silu, gelu,
+        tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks and additive
+        teachers; SwiGLU students (:func:`certify.swiglu.swiglu_refit_problem`) against
+        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded).
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional
@@ -218,7 +221,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ValueError, TypeError
         Unknown kind, bad budget, non-finite parameters, bad ``prec``.
     CertificationError
-        Smooth students (not covered), or when no finite enclosure is obtained.
+        Teachers outside the covered classes (gated / multi-index; SwiGLU against
+        non-polynomial teachers), or when no finite enclosure is obtained.
 
     Examples
     --------
@@ -236,17 +240,30 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     """
     prec = A.check_prec(prec)
     kind = check_kind(kind)
-    _check(student, params, teacher)
+    swiglu = student.family.name == "swiglu"
+    if swiglu:
+        from .swiglu import swiglu_refit_problem
+        if kind == "projected":
+            raise ValueError("`kind`='projected' is not defined for SwiGLU students; use one of "
+                             "'unrestricted', 'same_budget', 'bounded'")
+        if U is not None:
+            raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
+        _problem_of = swiglu_refit_problem
+    else:
+        _check(student, params, teacher)
+        _problem_of = _problem
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
-    if student.family.name != "ridge":
+    if student.family.name not in ("ridge", "swiglu"):
         raise CertificationError(
-            f"certified refit covers ridge students, not {student.family.label} students",
-            hint="use popdyn.diagnostics.refit_risk for a float64 value")
-    if not student_supported(student):
+            f"certified refit covers ridge and SwiGLU students, not {student.family.label} "
+            "students", hint="use popdyn.diagnostics.refit_risk for a float64 value")
+    if swiglu:
+        pass
+    elif not student_supported(student):       # pragma: no cover - every activation is covered
         raise CertificationError(
-            f"certified refit covers relu / leaky_relu students, not {student.activation!r}",
+            f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
-    covered, rig = teacher_supported(teacher)
+    covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
     if not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
@@ -258,7 +275,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
     with A.workprec(prec):
-        G, g, V, CM = _problem(student, params, teacher, prec)
+        G, g, V, CM = _problem_of(student, params, teacher, prec)
         prov = "rigorous" if CM.rigorous else "numerical"
         if not (G.is_finite() if hasattr(G, "is_finite") else True) or not V.is_finite():
             raise CertificationError("refit quadratic not finite", hint="a higher prec")

@@ -61,7 +61,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat
+from flint import arb, arb_mat, ctx
 from popdyn import swiglu as sw
 from popdyn.swiglu import SwiGLUStudent, silu_coefficients
 from popdyn.teachers import Teacher
@@ -73,6 +73,7 @@ from .alignment import AlignmentBracket, _symmetrize, alignment_from_matrix
 from .bracket import Bracket
 from .errors import CertificationError
 from .loss import LossBracket
+from .moments import CLEAR_HOOKS as _MO_CLEAR_HOOKS
 from .moments import _Geometry
 
 __all__ = ["swiglu_loss", "swiglu_alignment", "silu_hermite_enclosures"]
@@ -435,7 +436,27 @@ def _order(student, params):
     return int(N) + 8
 
 
+_SETUP_CACHE: list = []
+
+
 def _setup(student, params, extra_rows, prec, N=None):
+    """Geometry, SiLU enclosures and Mehler moments of one state (the last few cached, so that
+    the loss, the refit and the alignment at one checkpoint share them; the key holds every
+    input bit and the working precision)."""
+    key = (params.G.tobytes(), params.G.shape, None if extra_rows is None else
+           (extra_rows.tobytes(), extra_rows.shape), prec, N, ctx.prec)
+    for k, v in _SETUP_CACHE:
+        # student-only requests (the AGOP) may use an entry with teacher rows: the student
+        # rows come first, so their geometry and moments are the same
+        if k == key or (extra_rows is None and k[:2] == key[:2] and k[3:] == key[3:]):
+            return v
+    out = _setup_compute(student, params, extra_rows, prec, N)
+    _SETUP_CACHE.insert(0, (key, out))
+    del _SETUP_CACHE[3:]
+    return out
+
+
+def _setup_compute(student, params, extra_rows, prec, N=None):
     G = params.G
     m = student.m
     rows = G if extra_rows is None else np.vstack([G, extra_rows])
@@ -500,65 +521,19 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     if poly is None:
         return _numerical_loss(student, params, teacher, prec,
                                "teacher outside the rigorous class: additive, polynomial link")
-    m = student.m
-    U = teacher.U
-    kap = teacher.weights
     with A.workprec(prec + 32):
-        geo, T, E, M, N = _setup(student, params, U, prec)
-        G, Vv = params.G, params.V
+        Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
+        m = student.m
         a = [arb(float(x)) for x in params.a]
         c = arb(float(params.c))
-        GV = _inner(G, Vv)
-        VV = _inner(Vv, Vv)
-        UV = _inner(Vv, U)                       # (m, k): v_j·u_k
-        dl = [GV[j, j] for j in range(m)]
-        M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
-        # E[f²]
         ff = c * c
         for i in range(m):
-            phib = dl[i] * T[1][i, 0]
-            ff += 2 * c * a[i] * phib
+            ff += 2 * c * a[i] * phib[i]
             for j in range(m):
-                phi = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
-                       + dl[j] * GV[j, i] * M20[j, i]
-                       + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
-                ff += a[i] * a[j] * phi
-        # teacher: rows u_k with β_k = |u_k|, coefficients of g and g' at scale β_k
-        k = U.shape[0]
-        deg = max(poly) if poly else 0
-        if deg > N:
-            raise CertificationError(f"internal: link degree {deg} exceeds the SiLU order {N}",
-                                     hint="a higher prec")
-        dpoly = _deriv(poly)
-        betas = [geo.alpha[m + t] for t in range(k)]
-        gh = [_hermite_of_scaled(poly, b, deg) for b in betas]
-        dgh = [_hermite_of_scaled(dpoly, b, max(deg - 1, 0)) if dpoly else [arb(0)]
-               for b in betas]
-        kb = [arb(float(x)) for x in kap]
-        ey = arb(0)
-        for t in range(k):
-            ey += kb[t] * gh[t][0]
-        ey2 = arb(0)
-        for s_ in range(k):
-            for t in range(k):
-                rho = geo.pair(m + s_, m + t)[0] if s_ != t else arb(1)
-                acc = arb(0)
-                for n in range(min(len(gh[s_]), len(gh[t]))):
-                    acc += gh[s_][n] * gh[t][n] * rho ** n
-                ey2 += kb[s_] * kb[t] * acc
+                ff += a[i] * a[j] * Phi[i, j]
         fy = c * ey
         for j in range(m):
-            yphi = arb(0)
-            for t in range(k):
-                rho = geo.pair(j, m + t)[0]
-                e1 = arb(0)      # E[σ'_j g(u_t·x)]
-                for n in range(len(gh[t])):
-                    e1 += T[1][j, n] * gh[t][n] * rho ** n
-                e0 = arb(0)      # E[σ_j g'(u_t·x)]
-                for n in range(len(dgh[t])):
-                    e0 += T[0][j, n] * dgh[t][n] * rho ** n
-                yphi += kb[t] * (dl[j] * e1 + UV[j, t] * e0)
-            fy += a[j] * yphi
+            fy += a[j] * yphi[j]
         L = (ff - 2 * fy + ey2) / 2
         var = ey2 - ey * ey
         Lb = Bracket.from_arb(L, provenance="rigorous")
@@ -569,6 +544,100 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     if not (math.isfinite(Lb.lo) and math.isfinite(Lb.hi)):
         raise CertificationError("no finite enclosure of the SwiGLU loss", hint="a higher prec")
     return _assemble(Lb, vb, mb, "rigorous", prec, "")
+
+
+def _swiglu_quantities(student, params, teacher, poly, prec):
+    """(Φ = E[φ_iφ_j] (arb_mat), φ̄_j = E[φ_j], E[yφ_j], E[y], E[y²]) of a SwiGLU student
+    against an additive teacher with a polynomial link (SG-1, SG-2 in Arb; current precision)."""
+    m = student.m
+    U = teacher.U
+    kap = teacher.weights
+    geo, T, E, M, N = _setup(student, params, U, prec)
+    G, Vv = params.G, params.V
+    GV = _inner(G, Vv)
+    VV = _inner(Vv, Vv)
+    UV = _inner(Vv, U)                       # (m, k): v_j·u_k
+    dl = [GV[j, j] for j in range(m)]
+    M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
+    Phi = arb_mat(m, m)
+    phib = []
+    for i in range(m):
+        phib.append(dl[i] * T[1][i, 0])
+        for j in range(m):
+            Phi[i, j] = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
+                         + dl[j] * GV[j, i] * M20[j, i]
+                         + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
+    k = U.shape[0]
+    deg = max(poly) if poly else 0
+    if deg > N:
+        raise CertificationError(f"internal: link degree {deg} exceeds the SiLU order {N}",
+                                 hint="a higher prec")
+    dpoly = _deriv(poly)
+    betas = [geo.alpha[m + t] for t in range(k)]
+    gh = [_hermite_of_scaled(poly, b, deg) for b in betas]
+    dgh = [_hermite_of_scaled(dpoly, b, max(deg - 1, 0)) if dpoly else [arb(0)]
+           for b in betas]
+    kb = [arb(float(x)) for x in kap]
+    ey = arb(0)
+    for t in range(k):
+        ey += kb[t] * gh[t][0]
+    ey2 = arb(0)
+    for s_ in range(k):
+        for t in range(k):
+            rho = geo.pair(m + s_, m + t)[0] if s_ != t else arb(1)
+            acc = arb(0)
+            for n in range(min(len(gh[s_]), len(gh[t]))):
+                acc += gh[s_][n] * gh[t][n] * rho ** n
+            ey2 += kb[s_] * kb[t] * acc
+    yphi = []
+    for j in range(m):
+        yp = arb(0)
+        for t in range(k):
+            rho = geo.pair(j, m + t)[0]
+            e1 = arb(0)      # E[σ'_j g(u_t·x)]
+            for n in range(len(gh[t])):
+                e1 += T[1][j, n] * gh[t][n] * rho ** n
+            e0 = arb(0)      # E[σ_j g'(u_t·x)]
+            for n in range(len(dgh[t])):
+                e0 += T[0][j, n] * dgh[t][n] * rho ** n
+            yp += kb[t] * (dl[j] * e1 + UV[j, t] * e0)
+        yphi.append(yp)
+    return Phi, phib, yphi, ey, ey2
+
+
+class _SwiGLUCM:
+    """What :func:`certify.refit_risk` reads of a moment object (provenance and notes)."""
+
+    rigorous = True
+    notes: list = []
+
+
+def swiglu_refit_problem(student, params, teacher, prec):
+    """(G, g, V, info) of the frozen-feature refit of a SwiGLU student (features
+    φ_j = SiLU(g_j·x)(v_j·x), intercept eliminated): G = Φ − φ̄φ̄ᵀ, g = E[yφ] − φ̄E[y],
+    V = V_Y, enclosed in Arb (rigorous for additive teachers with polynomial links)."""
+    from popdyn.teachers import Teacher
+    prec = _check(student, params, prec)
+    if not isinstance(teacher, Teacher):
+        raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
+    if teacher.d != student.d:
+        raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
+    poly = _teacher_poly(teacher)
+    if poly is None:
+        raise CertificationError(
+            "certified SwiGLU refits cover additive teachers with polynomial links (h1…h6, "
+            "h3+0.3h2 and their sums; docs/design.md §6)",
+            hint="popdyn.swiglu.refit_risk for the float64 value")
+    m = student.m
+    Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
+    G = arb_mat(m, m)
+    for i in range(m):
+        for j in range(i, m):
+            v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
+            G[i, j] = v
+            G[j, i] = v
+    g = arb_mat(m, 1, [yphi[j] - phib[j] * ey for j in range(m)])
+    return G, g, ey2 - ey * ey, _SwiGLUCM()
 
 
 def swiglu_agop_enclosure(student, params, *, prec: int = 128) -> arb_mat:
@@ -614,3 +683,6 @@ def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket
 
 
 _families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment)
+
+
+_MO_CLEAR_HOOKS.append(_SETUP_CACHE.clear)    # certify.moments.clear_cache clears this cache too

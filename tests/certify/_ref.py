@@ -54,7 +54,33 @@ def mpq(fr) -> "mpmath.mpf":
 
 
 # ------------------------------------------------------------------------------ functions
+_SQ2PI = None
+
+
+def _smooth_atoms(name, deriv):
+    """Smooth activations as atoms: erf, erf′ (a Gaussian), gelu, gelu′ = Φ + tφ have closed
+    conditional means; tanh and silu ("num") are integrated numerically in ``inner``."""
+    if name == "erf":
+        return [("erf",)] if deriv == 0 else [("gp", Fraction(2), {0: 2 / ctx.sqrt(ctx.pi)})]
+    if name == "gelu":
+        return [("gelu",)] if deriv == 0 else [("ncdf",), ("gp", Fraction(1),
+                                                          {1: 1 / ctx.sqrt(2 * ctx.pi)})]
+    if name in ("tanh", "silu"):
+        return [("num", name, deriv)]
+    raise ValueError(name)
+
+
+def _num_eval(name, deriv, t):
+    if name == "tanh":
+        th = ctx.tanh(t)
+        return th if deriv == 0 else 1 - th * th
+    sg = 1 / (1 + ctx.exp(-t))
+    return t * sg if deriv == 0 else sg + t * sg * (1 - sg)
+
+
 def activation(name: str, slope: float = 0.01):
+    if name in ("erf", "gelu", "tanh", "silu"):
+        return _smooth_atoms(name, 0)
     if name == "relu":
         return [("pl", Fraction(1), Fraction(0))]
     if name == "leaky_relu":
@@ -66,6 +92,15 @@ def activation(name: str, slope: float = 0.01):
 def derivative(fn):
     out = []
     for at in fn:
+        if at[0] == "erf":
+            out += _smooth_atoms("erf", 1)
+            continue
+        if at[0] == "gelu":
+            out += _smooth_atoms("gelu", 1)
+            continue
+        if at[0] == "num":
+            out.append(("num", at[1], 1))
+            continue
         if at[0] != "pl":
             raise ValueError("derivative only for PL atoms")
         out.append(("step", at[1], at[2]))
@@ -142,6 +177,14 @@ def evaluate(fn, t):
             s += ctx.fsum(c * t ** p for p, c in at[2].items()) * ctx.exp(-mpq(at[1]) * t * t / 2)
         elif k == "sin":
             s += mpq(at[1]) * ctx.sin(t)
+        elif k == "erf":
+            s += ctx.erf(t)
+        elif k == "gelu":
+            s += t * ctx.ncdf(t)
+        elif k == "ncdf":
+            s += ctx.ncdf(t)
+        elif k == "num":
+            s += _num_eval(at[1], at[2], t)
     return s
 
 
@@ -190,6 +233,20 @@ def inner(fn, mu, tau):
             s += ctx.exp(-a * mu * mu / (2 * den)) / ctx.sqrt(den) * _poly_mean(at[2], mu2, tau2)
         elif k == "sin":
             s += mpq(at[1]) * ctx.sin(mu) * ctx.exp(-tau * tau / 2)
+        elif k == "erf":          # E[erf(μ + τW)] = erf(μ/√(1 + 2τ²))
+            s += ctx.erf(mu / ctx.sqrt(1 + 2 * tau * tau))
+        elif k in ("gelu", "ncdf"):
+            sd = ctx.sqrt(1 + tau * tau)      # E[Φ(μ + τW)] = Φ(μ/√(1 + τ²))
+            if k == "ncdf":
+                s += ctx.ncdf(mu / sd)
+            else:                             # E[T Φ(T)] = μΦ(μ/sd) + τ² φ(μ/sd)/sd
+                s += mu * ctx.ncdf(mu / sd) + tau * tau * ctx.npdf(mu / sd) / sd
+        elif k == "num":
+            if tau == 0:
+                s += _num_eval(at[1], at[2], mu)
+            else:
+                s += ctx.quad(lambda w: ctx.npdf(w) * _num_eval(at[1], at[2], mu + tau * w),
+                              [-ctx.inf, -mu / tau, ctx.inf])
     return s
 
 
@@ -259,6 +316,9 @@ def pair(fn1, w1, b1, fn2, w2, b2):
     tau2 = (n1 * n2 - c12 * c12) / n1       # exact rational >= 0
     tau = ctx.sqrt(mpq(tau2))
     B1, B2 = mpq(b1), mpq(b2)
+    if any(at[0] == "num" for at in fn2) and not any(at[0] == "num" for at in fn1):
+        # the numerically integrated function goes outside (one quadrature instead of two)
+        return pair(fn2, w2, b2, fn1, w1, b1)
     if all(at[0] == "poly" for at in fn1 + fn2):
         # polynomials: exact Gaussian moments E[z^k] = (k − 1)!! of the product polynomial
         pz = _pmul(_poly_in_z(fn1, a1, B1), _poly_in_z(fn2, slope, B2, tau))
@@ -277,6 +337,13 @@ def pair(fn1, w1, b1, fn2, w2, b2):
         if wdt > 0:
             for kk in (4, 32):
                 pts += [z0 - kk * wdt, z0 + kk * wdt]
+    if any(at[0] in ("erf", "gelu", "ncdf", "num", "gp") for at in fn1):
+        z1 = -B1 / a1            # the transition of a smooth unit has width ~1/α
+        pts += [z1 + kk / a1 for kk in (-8, -2, -0.5, 0, 0.5, 2, 8)]
+    if any(at[0] in ("erf", "gelu", "ncdf", "num", "gp") for at in fn2) and c12 != 0:
+        z2 = -B2 / slope
+        wd2 = ctx.sqrt(1 + tau * tau) / abs(slope)
+        pts += [z2 + kk * wd2 for kk in (-8, -2, 0, 2, 8)]
     Z = ctx.mpf(40)
     pts = sorted(set(p for p in pts if -Z < p < Z))
     grid = [-ctx.inf] + pts + [ctx.inf]

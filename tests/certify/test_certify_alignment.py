@@ -98,10 +98,15 @@ def test_student_alignment_matches_float_diagnostics():
     assert res.gap.contains(fa.gap) or abs(fa.gap - res.gap.mid) < 1e-12
 
 
-def test_smooth_student_not_covered():
+def test_smooth_student_covered():
+    """Smooth students are certified since issue 19 (certify.smooth): rigorous, resolved and
+    consistent with the float64 diagnostics (references: tests/certify/test_certify_smooth.py)."""
     S = popdyn.Student(d=3, m=2, activation="tanh")
-    with pytest.raises(certify.CertificationError):
-        certify.alignment(S, S.init(0, 1.0), np.eye(3)[:1])
+    p = S.init(0, 1.0)
+    res = certify.alignment(S, p, np.eye(3)[:1])
+    assert res.provenance == "rigorous" and res.status == "resolved"
+    fa = popdyn.diagnostics.alignment(popdyn.diagnostics.agop(S, p), np.eye(3)[:1])
+    assert abs(fa.a_mean - res.a_mean.mid) < 1e-8
 
 
 def test_retry_with_exact_pairs(monkeypatch):
