@@ -16,7 +16,7 @@ from .plateau import Plateau, plateau, shared_prefix
 from .swiglu import SwiGLUParams, SwiGLUStudent
 from .teachers import Teacher
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "ACTIVATIONS", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "SwiGLUParams", "SwiGLUStudent", "Teacher", "Trajectory",

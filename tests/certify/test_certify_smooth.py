@@ -174,7 +174,7 @@ def test_swiglu_refits_certified_against_reference_loss():
     ordered (unrestricted ≤ same_budget ≤ bounded with B < ‖a‖) and contain the float64
     solver's attained risk up to its rounding (the float head is feasible)."""
     from popdyn import SwiGLUParams, SwiGLUStudent, Teacher
-    from popdyn import swiglu as sw
+    from popdyn.diagnostics import refit_risk
     with open(os.path.join(ROOT, "data", "refs", "swiglu_refs.json")) as fh:
         refs = json.load(fh)
     c = next(c for c in refs["cases"] if c["teacher"] == "h3")
@@ -191,7 +191,7 @@ def test_swiglu_refits_certified_against_reference_loss():
         assert R.risk.rel_width <= 1e-12
         if kind != "bounded":
             assert mp.mpf(R.risk.lo) <= mse_ref
-        Rf = sw.refit_risk(S, p, T, kind, budget=B)
+        Rf = refit_risk(S, p, T, kind, budget=B)
         assert R.risk.lo <= Rf.risk * (1 + 1e-12)
         out[kind] = R.risk
     assert out["unrestricted"].lo <= out["same_budget"].hi
