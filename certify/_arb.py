@@ -63,7 +63,7 @@ from .errors import CertificationError
 
 __all__ = ["check_prec", "workprec", "arb_bounds", "Phi_pair", "npdf", "owen_t", "phi2",
            "exact_gram", "mat_from_array", "mat_mid", "sym_eig_enclosure", "frob_upper",
-           "MAX_PREC"]
+           "MAX_PREC", "hermite_rows"]
 
 #: largest accepted ``prec`` (bits); larger requests are refused as absurd
 MAX_PREC = 1 << 16
@@ -491,3 +491,19 @@ def sym_eig_enclosure(M: arb_mat, M_float: np.ndarray | None = None):
     lo = np.nextafter(np.where(y_lo >= 0, y_lo / t_hi, y_lo / t_lo), -np.inf)
     hi = np.nextafter(np.where(y_hi >= 0, y_hi / t_lo, y_hi / t_hi), np.inf)
     return lo, hi, lam, V
+
+
+def hermite_rows(zs, N: int):
+    """Rows [h_0(z), …, h_N(z)] of the orthonormal Hermite functions h_n = He_n/√n! at each ball
+    ``z`` of ``zs``, by the three-term recurrence h_{n+1} = (z h_n − √n h_{n−1})/√(n+1), at the
+    current precision (callers add guard bits: the recurrence loses ~1.72 n bits where |z| is
+    large; certify.smooth and certify.swiglu use 2N + 64)."""
+    sq = [arb(n).sqrt() for n in range(N + 2)]
+    isq = [1 / v for v in sq]
+    out = []
+    for z in zs:
+        row = [arb(1), z]
+        for n in range(1, N):
+            row.append((z * row[n] - sq[n] * row[n - 1]) * isq[n + 1])
+        out.append(row[:N + 1])
+    return out

@@ -433,23 +433,9 @@ def integrate(field_, x0, t_end: float, *, order: int = 20, vorder: int = 12, to
     Flow
         ``steps[k].enclose(τ)`` encloses x(t_k + τ) for τ ∈ [0, h_k] (rigorous).
     """
-    order, tol, sf, prec = _opts(field_, order, tol, scale_floor, prec)
-    vorder = int(vorder)
-    if not 1 <= vorder <= order:
-        raise ValueError(f"`vorder` must be in [1, order], got {vorder}")
-    steps = []
-    with A.workprec(prec):
-        old_cap = ctx.cap
-        ctx.cap = max(old_cap, order + 4)
-        try:
-            for st in _steps(field_, x0, order=order, vorder=vorder, tol=tol, scale_floor=sf, h_max=h_max,
-                             h_min=h_min, max_steps=max_steps):
-                steps.append(st)
-                if (st.t0 + st.h) >= t_end:
-                    break
-        finally:
-            ctx.cap = old_cap
-    return Flow(field_, steps, prec, order)
+    return integrate_until(field_, x0, lambda st: (st.t0 + st.h) >= t_end, order=order,
+                           vorder=vorder, tol=tol, scale_floor=scale_floor, prec=prec,
+                           h_max=h_max, h_min=h_min, max_steps=max_steps)
 
 
 def integrate_until(field_, x0, stop, *, order: int = 20, vorder: int = 12, tol: float = 1e-18,

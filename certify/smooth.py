@@ -401,15 +401,8 @@ def _herm_table(h, K, N, wp, zs, wts):
     tab = _HTAB.get(key)
     if tab is not None:
         return tab
-    Hw = []
     with A.workprec(wp + 2 * N + 64):
-        sq = [arb(n).sqrt() for n in range(N + 2)]
-        isq = [1 / v for v in sq]
-        for z in zs:
-            row = [arb(1), z]
-            for n in range(1, N):
-                row.append((z * row[n] - sq[n] * row[n - 1]) * isq[n + 1])
-            Hw.append(row[:N + 1])
+        Hw = A.hermite_rows(zs, N)
     tab = arb_mat([[w * v for v in row] for w, row in zip(wts, Hw)])
     if len(_HTAB) > 4:
         _HTAB.clear()

@@ -239,15 +239,8 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
         # The three-term recurrence of h_n in ball arithmetic overestimates its radius by up to
         # ~(2√n)^n/√n! ≈ 2^{1.72n} relative to the true value in the oscillatory region, so
         # the table is built with 2N + 64 guard bits (the products below are then at wp).
-        Hw = []
         with A.workprec(wp + 2 * N + 64):
-            sq = [arb(n).sqrt() for n in range(N + 2)]
-            inv_sq = [1 / v for v in sq]
-            for z in zs:
-                row = [arb(1), z]
-                for n in range(1, N):
-                    row.append((z * row[n] - sq[n] * row[n - 1]) * inv_sq[n + 1])
-                Hw.append(row[:N + 1])
+            Hw = A.hermite_rows(zs, N)
         # back at wp: the weights multiply in and every entry is rounded to wp bits (short
         # mantissas keep the matrix product fast; the rounding is part of each ball)
         Hm = arb_mat([[w * v for v in row] for w, row in zip(wts, Hw)])
