@@ -18,6 +18,10 @@ from popdyn.experiments.runner import build, spec_key
 
 from _stores import same_run
 
+# its module-scoped fixture is expensive: keep the module on one xdist worker
+# (--dist loadgroup in pyproject.toml), so the fixture is built once
+pytestmark = pytest.mark.xdist_group("swiglu_stores")
+
 SWIGLU = """
 name = "tiny_swiglu"
 [[teachers]]

@@ -39,8 +39,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _ramps_aligned, _ramps_bound,
+
                                       _ramps_direct, _ramps_price, _ramps_price_anti,
                                       _ramps_price_checked, _unit)
+
+# its module-scoped fixture is expensive: keep the module on one xdist worker
+# (--dist loadgroup in pyproject.toml), so the fixture is built once
+pytestmark = pytest.mark.xdist_group("ramps_ref")
 
 DATA = Path(__file__).resolve().parents[2] / "data"   # the checkout's data/ (refs are not shipped)
 REFS = DATA / "refs" / "plmoments_refs.json"

@@ -14,6 +14,10 @@ import proofs_checks
 from proofs_checks import Verdict, decide, get_check, make_verdict, run_check, summary_verdict
 from proofs_checks.cli import main
 
+# its module-scoped fixture is expensive: keep the module on one xdist worker
+# (--dist loadgroup in pyproject.toml), so the fixture is built once
+pytestmark = pytest.mark.xdist_group("all_quick")
+
 EXPECTED = {"reaction_transport", "balancedness", "gauge_separation", "ownership"}
 
 
