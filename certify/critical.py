@@ -51,8 +51,9 @@ The angle near 0 or π
 qqᵀ/sq divides by sq; at sq = 0 (parallel or antiparallel vectors) it has the limit 0 and
 |(qqᵀ/sq)_ab| ≤ |q|²/sq = sq/|u|², so on a box where sq can vanish it is enclosed entrywise by
 [−sq/|u|², sq/|u|²] (the loss is C² there, not C³: the Hessian entries are continuous).  This is
-used for a student unit that may be parallel to a *teacher* direction.  Boxes where two *student*
-units can be parallel or antiparallel are refused: there mass can move between the two units
+used for a student unit that may be parallel or antiparallel to a teacher direction, and for
+antiparallel student units (e.g. relu(x₁) + relu(−x₁)).  Boxes where two *student* units can be
+parallel (not antiparallel) are refused: there mass can move between the two units
 (the split line of :func:`split_is_local_min`), so no strict minimum exists in the reduced
 coordinates, and the loss is not C³.  Boxes where a unit can reach u = 0 are refused: relu(u·x)
 is not differentiable in u there (the loss has a |u| singularity).
@@ -375,10 +376,10 @@ def _lgh(x, prob: Problem, B, *, hess: bool, refuse_coincident: bool = True):
         for l in range(j + 1, m):
             sl = int(eps[l])
             r = _pair(U[j], U[l], B, h11=hess, h11w=hess, h12=hess)
-            if refuse_coincident and not B.positive(r["sq"]):
-                raise _Refuse(f"student units {j} and {l} can be parallel or antiparallel "
-                              "(split line: no strict minimum in reduced coordinates; the loss "
-                              "is not C³ there)")
+            if refuse_coincident and not B.positive(r["sq"]) and not B.positive(-r["dot"]):
+                raise _Refuse(f"student units {j} and {l} can be parallel (split line: mass "
+                              "moves between them, so no strict minimum in reduced coordinates; "
+                              "the loss is not C³ there)")
             ss = sj * sl
             L = L + ss * r["K"]
             G[j * d:(j + 1) * d] += ss * r["gu"]
