@@ -547,7 +547,8 @@ def critical_point(student, params, teacher, *, radius=None, prec: int = 128,
         ``Teacher.network("relu", alpha, Z)`` without biases.
     radius : float or None, keyword-only
         Half-width of the box in reduced coordinates (module docstring).  Default: 1e−8 ·
-        max(1, |x̂|_∞).  A larger box is a stronger statement (uniqueness and definiteness on
+        max(1, |x̂|_∞), shrunk to 1e−10 and 1e−12 times that scale when Krawczyk fails (an
+        ill-conditioned Hessian).  A larger box is a stronger statement (uniqueness and definiteness on
         more of the space) but needs a smaller Hessian variation.
     prec : int, keyword-only
         Arb working precision (bits).
@@ -591,13 +592,27 @@ def critical_point(student, params, teacher, *, radius=None, prec: int = 128,
         if not (radius > 0 and math.isfinite(radius)):
             raise ValueError(f"`radius` must be a positive finite float, got {radius!r}")
     coords = prob.describe()
-    P = prob.P
     xf = x0
     if refine:
         xf, _, _ = newton_refine(prob, x0, steps=8)
         if not np.all(np.isfinite(xf)):
             xf = x0
-    r = radius if radius is not None else 1e-8 * max(1.0, float(np.max(np.abs(xf))))
+    scale = max(1.0, float(np.max(np.abs(xf))))
+    if radius is not None:
+        return _certify(prob, xf, radius, prec, refine, coords)
+    # default: 1e−8·scale, shrunk (1e−10, 1e−12) when the Hessian varies too much over the box
+    # (an ill-conditioned minimum) -- never enlarged past the first try
+    res = None
+    for f in (1e-8, 1e-10, 1e-12):
+        res = _certify(prob, xf, f * scale, prec, refine, coords)
+        shrink = res.reason.startswith("Krawczyk failed") or "bracket contains 0" in res.reason
+        if res.verdict != "undecided" or not shrink:
+            return res
+    return res
+
+
+def _certify(prob, xf, r, prec, refine, coords):
+    P = prob.P
 
     def undecided(reason, box=None, eigs=(), center=xf, contraction=math.inf, enclosure=None):
         return CriticalPoint("undecided", box, r, np.asarray(center, dtype=np.float64), None,
