@@ -29,21 +29,22 @@ def _params(x, signs=(1, 1, 1), S=S3):
     return from_reduced(S, x, list(signs))
 
 
-def _mp_loss_2d(U, signs, alpha, Z, v=None, dps=40):
-    """½E[(f − y)²] in d = 2 by mpmath quadrature over the angle (module docstring)."""
+def _mp_loss_2d(U, signs, alpha, Z, v=None, c=0.0, dps=40):
+    """½E[(f − y)²] in d = 2 by mpmath quadrature over the angle (module docstring); with an
+    intercept c, E[(h + c)²] = (1/π)∫h² dφ + 2c E[r] (1/2π)∫h dφ + c², E[r] = √(π/2)."""
     with mp.workdps(dps):
         U = [[mp.mpf(float(t)) for t in row] for row in U]
         Z = [[mp.mpf(float(t)) for t in row] for row in Z]
         vv = [mp.mpf(float(t)) for t in v] if v is not None else [mp.mpf(0)] * 2
 
-        def h(phi):
-            c, s = mp.cos(phi), mp.sin(phi)
-            out = vv[0] * c + vv[1] * s
+        def h1(phi):
+            co, si = mp.cos(phi), mp.sin(phi)
+            out = vv[0] * co + vv[1] * si
             for e, u in zip(signs, U):
-                out += e * max(u[0] * c + u[1] * s, 0)
+                out += e * max(u[0] * co + u[1] * si, 0)
             for a, z in zip(alpha, Z):
-                out -= a * max(z[0] * c + z[1] * s, 0)
-            return out ** 2
+                out -= a * max(z[0] * co + z[1] * si, 0)
+            return out
 
         kinks = set()
         for u in list(U) + list(Z):
@@ -51,7 +52,12 @@ def _mp_loss_2d(U, signs, alpha, Z, v=None, dps=40):
             for k in (-1, 1, 3):
                 kinks.add(float((base + k * mp.pi / 2) % (2 * mp.pi)))
         pts = [mp.mpf(0)] + sorted(mp.mpf(t) for t in kinks) + [2 * mp.pi]
-        return mp.quad(h, pts) / (2 * mp.pi)
+        L = mp.quad(lambda t: h1(t) ** 2, pts) / (2 * mp.pi)
+        if c:
+            cc = mp.mpf(float(c))
+            mean = mp.sqrt(mp.pi / 2) * mp.quad(h1, pts) / (2 * mp.pi)
+            L += cc * mean + cc * cc / 2
+        return L
 
 
 def test_spurious_minimum_certified_and_loss_encloses_mpmath():
@@ -106,6 +112,33 @@ def test_box_too_wide_says_so():
     res = critical_point(S3, _params(SPURIOUS), T3, radius=1e-2)
     assert res.verdict == "undecided"
     assert "shrink the box" in res.reason
+
+
+@pytest.mark.parametrize("skip,intercept", [(False, False), (True, False), (True, True)])
+def test_arb_loss_ball_contains_mpmath_quadrature(skip, intercept):
+    """The Arb closed-form loss at an exact float point (any point, not only critical ones)
+    contains the 40-digit quadrature value, with the skip and the intercept."""
+    rng = np.random.default_rng(11 + skip + 2 * intercept)
+    m = 3
+    S = popdyn.Student(2, m, "relu", bias=False, intercept=intercept, skip=skip)
+    Z = rng.standard_normal((2, 2))
+    T = popdyn.Teacher.network("relu", [1.0, 0.4], Z)
+    signs = [1.0, -1.0, 1.0]
+    p = popdyn.Params(np.array(signs) * rng.uniform(0.5, 1.5, m), rng.standard_normal((m, 2)),
+                      np.zeros(m), 0.3 if intercept else 0.0,
+                      0.4 * rng.standard_normal(2) if skip else None)
+    prob, x = _problem(S, p, T)
+    from certify import _arb as A
+    from certify.bracket import Bracket
+
+    with A.workprec(128):
+        B = _ArbB()
+        L, _, _ = _lgh(B.arr(list(x)), prob, B, hess=False)
+        Lb = Bracket.from_arb(L)
+    U = x[:2 * m].reshape(m, 2)
+    v = x[2 * m:2 * m + 2] if skip else None
+    ref = _mp_loss_2d(U, signs, [1.0, 0.4], Z, v=v, c=x[-1] if intercept else 0.0)
+    assert Lb.contains(ref) and Lb.width < 1e-15 * max(1.0, abs(Lb.mid)), (Lb, ref)
 
 
 @pytest.mark.parametrize("skip,intercept", [(False, False), (True, False), (False, True),
