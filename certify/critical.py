@@ -758,8 +758,18 @@ def split_is_local_min(student, params, teacher, cp: CriticalPoint, unit: int, *
     sum S is in X has L_wide ≥ L_m(x*), with equality only if all copies are parallel (ρ = 0)
     and S = x*: a local minimum whose minimizing set nearby is exactly the split segment.
 
+    Conversely, if ε_i h_S(x) ≤ −μ < 0 on the same arcs (``max_margin`` = −μ, an upper bound),
+    the split is *not* a local minimum: with the copies ½u_i ± t e (e ⊥ u_i, unit), S = x* is
+    unchanged, ρ is supported within angle atan(2t/|u_i|) ≤ η of ±u_i^⊥, and ρ(x) ≤ t|x|
+    (ρ = min(|a|, |b|) ≤ |a − b|/2 for a = u′·x, b = u″·x of opposite signs), so by degree-1
+    homogeneity (E[r²] = 2 in the plane) L_wide − L* = 2 avg(ε_i ĥρ̂) + avg(ρ̂²) ≤ (t − 2μ)
+    avg(ρ̂) < 0 for 0 < t < 2μ: points arbitrarily close with a lower loss (a saddle of the wide
+    loss; ``not_min`` True).  Splitting several units at once (ρ = Σ_i ρ_i) is covered by
+    requiring ``certified`` for each of them.
+
     Returns a dict with ``certified`` (bool), ``min_margin`` (a lower bound of ε_i h over the
-    arcs, rigorous), ``eta`` and ``reason``.
+    arcs, rigorous), ``max_margin`` (an upper bound), ``not_min`` (bool), ``eta`` and
+    ``reason``.
     """
     if cp.verdict != "strict_local_min" or cp.box is None:
         return {"certified": False, "reason": "the m-unit point is not a certified strict minimum",
@@ -782,7 +792,7 @@ def split_is_local_min(student, params, teacher, cp: CriticalPoint, unit: int, *
         nrm = math.hypot(cx, cy)
         dphi = 2.0 * cp.radius * math.sqrt(2.0) / max(nrm - 2 * cp.radius * math.sqrt(2), 1e-300)
         half = 2.0 * eta + dphi
-        worst = math.inf
+        worst, best = math.inf, -math.inf
         eps = int(prob.signs[unit])
         for side in (+1, -1):
             c0 = phi + side * math.pi / 2
@@ -801,14 +811,18 @@ def split_is_local_min(student, params, teacher, cp: CriticalPoint, unit: int, *
                     h = h - arb(float(prob.alpha[t_])) * _relu_ball(t)
                 lo = A.lower(eps * h)
                 worst = min(worst, lo)
+                best = max(best, A.upper(eps * h))
         del pi
     ok = worst > 0
     return {"certified": bool(ok), "min_margin": float(worst), "eta": eta,
+            "max_margin": float(best), "not_min": bool(best < 0),
             "arc_halfwidth": half, "n_arcs": n_arcs,
             "reason": ("ε_i h_S > 0 on the arcs around ±u_i^⊥ for every S in the certified box: "
                        "the split is a local minimum (non-strict: the split segment is flat)"
-                       if ok else "ε_i h_S is not certainly positive near the kink line of unit "
-                       f"{unit}: the split embedding is not certified (it may be a saddle)")}
+                       if ok else ("ε_i h_S < 0 on the arcs: the split is not a local minimum "
+                                   "(a saddle; descent along the opposite-tilt split)")
+                       if best < 0 else "ε_i h_S changes sign near the kink line of unit "
+                       f"{unit}: the split embedding is not decided")}
 
 
 def _relu_ball(t):

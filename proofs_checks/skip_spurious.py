@@ -26,8 +26,8 @@ Claims (every bracket rigorous, :func:`certify.critical_point` at radius ``radiu
   moves between copies), so none is strict; what is certified (:func:`certify.critical.
   split_is_local_min`) is that it is a local minimum whose minimizing set nearby is exactly that
   segment: ε_i h > 0 near the kink line of unit i for every state of the width-3 box (bracket of
-  the margin ``at_least`` 0).  Units whose margin is negative give saddles when split (the loss
-  falls like −t² along the split) and are reported.
+  the margin ``at_least`` 0).  Units whose margin is certainly negative give saddles when split
+  (certified by the same arcs: the loss falls along an opposite-tilt split) and are reported.
 
 Controls (reported, not in the verdict): the global minimum (student = teacher) certified with a
 loss bracket containing 0; a zero-mass embedding (an extra unit with a = 0) is not a local
@@ -207,8 +207,20 @@ def check(*, starts, seed, radius, prec, skip_widths, skip_starts):
     splits = {i: split_is_local_min(S3, p3, T, cp, i, eta=1e-3, prec=prec) for i in range(3)}
     good = [i for i in range(3) if splits[i]["certified"]]
     for i in range(3):
-        notes.append(f"split unit {i}: margin min ε_i h = {splits[i]['min_margin']:.6g} "
-                     f"({'local minimum (non-strict)' if splits[i]['certified'] else 'not certified: a saddle when the margin is < 0'})")
+        sp = splits[i]
+        kind = ("local minimum (non-strict)" if sp["certified"] else
+                "not a local minimum (saddle), certified" if sp["not_min"] else "undecided")
+        notes.append(f"split unit {i}: ε_i h ∈ [{sp['min_margin']:.6g}, {sp['max_margin']:.6g}] "
+                     f"on the kink arcs -> {kind}")
+    bad = [i for i in range(3) if splits[i]["not_min"]]
+    if bad:
+        parts.append(make_verdict(
+            "control: splitting the other units gives saddles",
+            f"max over the kink arcs of units {bad} of ε_i h (< 0 proves the split is not a "
+            "local minimum)", kind="at_most", constant=-TINY,
+            bracket=(min(splits[i]["min_margin"] for i in bad),
+                     max(splits[i]["max_margin"] for i in bad)),
+            provenance="rigorous", role="control"))
     for width, copies in ((4, 2), (5, 3)):
         if not good:
             parts.append(Verdict(f"width {width}: split embedding", "undecided",

@@ -214,7 +214,7 @@ def test_split_embedding_certificate():
     # others have h < 0 on their kink lines (splitting them gives saddles)
     assert out[1]["certified"] and out[1]["min_margin"] > 0.1
     for i in (0, 2):
-        assert not out[i]["certified"] and out[i]["min_margin"] < 0
+        assert not out[i]["certified"] and out[i]["not_min"] and out[i]["max_margin"] < 0
 
 
 def test_bad_inputs():
