@@ -60,7 +60,8 @@ is not differentiable in u there (the loss has a |u| singularity).
 
 Certificate
 -----------
-On the box X = x̂ ± r (x̂ refined by Newton steps in Arb at the working precision), Krawczyk's
+On the box X = x̂ ± r (x̂ refined by simplified Newton steps x ← x − Y∇L(x) in Arb at the
+working precision), Krawczyk's
 operator (Krawczyk 1969; Moore 1977; Neumaier 1990, Thm. 5.1.8)
 
     K(X) = x̂ − Y ∇L(x̂) + (I − Y ∇²L(X)) (X − x̂),   Y ≈ ∇²L(x̂)⁻¹ (float),
@@ -306,12 +307,12 @@ def _wedge2(u, w):
     """|u|²|w|² − (u·w)² = Σ_{a<b} (u_a w_b − u_b w_a)² (Lagrange's identity): no cancellation,
     so sq = √(·) is enclosed to O(box width) even where u ∥ w."""
     d = u.shape[0]
-    acc = None
-    for a_ in range(d):
-        for b_ in range(a_ + 1, d):
-            t = u[a_] * w[b_] - u[b_] * w[a_]
-            acc = t * t if acc is None else acc + t * t
-    return acc if acc is not None else 0 * u[0]
+    if d < 2:
+        return 0 * u[0]
+    M = np.outer(u, w)
+    iu = np.triu_indices(d, 1)
+    t = M[iu] - M.T[iu]
+    return (t * t).sum()
 
 
 def _pair(u, w, B, *, h11=False, h11w=False, h12=False):
@@ -623,41 +624,40 @@ def _certify(prob, xf, r, prec, refine, coords):
         B = _ArbB()
         xh = B.arr([float(t) for t in xf])
         try:
-            if refine:                     # Newton in Arb at the working precision (midpoints)
-                for _ in range(6):
-                    _, g, H = _lgh(xh, prob, B, hess=True)
-                    Hm = A.mat_mid(_to_mat(H))
-                    try:
-                        dx = np.linalg.solve(0.5 * (Hm + Hm.T), np.eye(P))
-                    except np.linalg.LinAlgError:
-                        break
-                    step = A.mat_from_array(dx) * arb_mat([[gi] for gi in g])
+            # Y ≈ ∇²L⁻¹ from the float Hessian at the float point (any Y is valid in Krawczyk)
+            Hf = _lgh(np.asarray(xf, dtype=np.float64), prob, _FloatB, hess=True,
+                      refuse_coincident=False)[2]
+            Hf = 0.5 * (Hf + Hf.T)
+            try:
+                Yf = np.linalg.inv(Hf)
+            except np.linalg.LinAlgError:
+                Yf = None
+            if Yf is not None and not np.all(np.isfinite(Yf)):
+                Yf = None
+            Y = A.mat_from_array(Yf) if Yf is not None else None
+            if refine and Y is not None:   # simplified Newton in Arb at the working precision
+                for _ in range(8):
+                    _, g, _ = _lgh(xh, prob, B, hess=False)
+                    step = Y * arb_mat([[gi] for gi in g])
                     xh = B.arr([arb((xh[i] - step[i, 0]).mid()) for i in range(P)])
                     if max(A.upper(abs(step[i, 0])) for i in range(P)) < r * 1e-6:
                         break
             center = np.array([float(t.mid()) for t in xh])
-            rr = arb(r)
             box = B.arr([xh[i] + arb(0, r) for i in range(P)])
             blo, bhi = _vec_bounds(box)
             boxb = BracketArray(blo, bhi, "rigorous")
-            Lp, gp, Hp = _lgh(xh, prob, B, hess=True)
+            Lp, gp, _ = _lgh(xh, prob, B, hess=False)
             _, gX, HX = _lgh(box, prob, B, hess=True)
         except _Refuse as e:
             return undecided(f"refused: {e.args[0]}")
         # a gradient component certainly nonzero on the box: no critical point there at all
         nz = [i for i in range(P) if not gX[i].contains(0)]
         HXm = _to_mat(HX)
-        Hm = A.mat_mid(_to_mat(Hp))
-        Hm = 0.5 * (Hm + Hm.T)
-        try:
-            Yf = np.linalg.inv(Hm)
-        except np.linalg.LinAlgError:
-            Yf = None
         if nz:
             return undecided(f"no critical point in the box: ∂L/∂x_{nz[0]} is certainly nonzero "
                              f"on it ({gX[nz[0]]}); enlarge the box or move its centre",
                              box=boxb, center=center)
-        if Yf is None or not np.all(np.isfinite(Yf)):
+        if Y is None:
             return undecided("the Hessian at the centre is numerically singular: a degenerate "
                              "critical point (reduce the symmetry) -- no Krawczyk certificate",
                              box=boxb, center=center)
