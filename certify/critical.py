@@ -661,7 +661,6 @@ def _certify(prob, xf, r, prec, refine, coords):
             return undecided("the Hessian at the centre is numerically singular: a degenerate "
                              "critical point (reduce the symmetry) -- no Krawczyk certificate",
                              box=boxb, center=center)
-        Y = A.mat_from_array(Yf)
         gcol = arb_mat([[gi] for gi in gp])
         I = A.mat_from_array(np.eye(P))
         Rm = I - Y * HXm
