@@ -595,12 +595,15 @@ def critical_point(student, params, teacher, *, radius=None, prec: int = 128,
     coords = prob.describe()
     xf = x0
     if refine:                 # keep the polished point only if its gradient is smaller
-        with np.errstate(all="ignore"):
-            g0 = float(np.max(np.abs(_lgh(x0, prob, _FloatB, hess=False,
-                                          refuse_coincident=False)[1])))
-            x1, g1, _ = newton_refine(prob, x0, steps=8)
-        if np.all(np.isfinite(x1)) and g1 <= g0:
-            xf = x1
+        try:
+            with np.errstate(all="ignore"):
+                g0 = float(np.max(np.abs(_lgh(x0, prob, _FloatB, hess=False,
+                                              refuse_coincident=False)[1])))
+                x1, g1, _ = newton_refine(prob, x0, steps=8)
+            if np.all(np.isfinite(x1)) and g1 <= g0:
+                xf = x1
+        except _Refuse:          # a unit at 0: the Arb evaluation below refuses with the reason
+            pass
     scale = max(1.0, float(np.max(np.abs(xf))))
     if radius is not None:
         return _certify(prob, xf, radius, prec, refine, coords)
