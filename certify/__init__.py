@@ -9,6 +9,8 @@ Public API (DESIGN §6; issue 2):
 * :func:`refit_risk` -- frozen-feature refit risk, feasible upper and Lagrangian-dual lower;
 * :func:`timescale`, :func:`scaling_exponent` -- crossing-time and exponent brackets
   (numerical: step refinement);
+* :func:`critical_point` -- a certified critical point (strict local minimum / saddle) of the
+  bias-free relu population loss in reduced coordinates (Krawczyk in Arb; issue 21);
 * :class:`CertificationError`, :class:`Undecided`.
 
 Backend: python-flint (Arb ball arithmetic); every function takes a keyword-only ``prec``
@@ -16,6 +18,7 @@ Backend: python-flint (Arb ball arithmetic); every function takes a keyword-only
 """
 from .alignment import AlignmentBracket, alignment
 from .bracket import Bracket, BracketArray
+from .critical import CriticalPoint, critical_point
 from .errors import CertificationError, Undecided
 from .loss import LossBracket, loss
 from .refit import RefitBracket, refit_risk
@@ -24,7 +27,8 @@ from . import swiglu as _swiglu  # noqa: F401  (registers the SwiGLU certifiers)
 from .timescale import ExponentBracket, TimescaleBracket, scaling_exponent, timescale
 
 __all__ = [
-    "AlignmentBracket", "Bracket", "BracketArray", "CertificationError", "ExponentBracket",
-    "LossBracket", "RefitBracket", "TimescaleBracket", "Undecided", "alignment", "loss",
+    "AlignmentBracket", "Bracket", "BracketArray", "CertificationError", "CriticalPoint", "ExponentBracket",
+    "LossBracket", "RefitBracket", "TimescaleBracket", "Undecided", "alignment", "critical_point",
+    "loss",
     "refit_risk", "scaling_exponent", "timescale",
 ]

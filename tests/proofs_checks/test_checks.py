@@ -35,7 +35,7 @@ def test_all_quick_runs_and_reports(all_quick):
     assert "summary (quick settings" in out
     for name in EXPECTED:
         assert name in out
-    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment"}
+    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "skip_spurious_minima"}
     for d in doc:
         assert not d["error"]
         v = d["verdict"]
@@ -52,6 +52,8 @@ def test_all_quick_verdicts(all_quick):
     by = {d["name"]: d["verdict"] for d in doc}
     for name in EXPECTED:
         assert by[name]["verdict"] == "pass", by[name]
+    assert by["skip_spurious_minima"]["verdict"] == "pass"          # issue 21 (a), rigorous
+    assert by["skip_spurious_minima"]["provenance"] == "rigorous"
     gs = {p["name"]: p for p in by["gauge_separation"]["parts"]}
     assert gs["ratio/small-init"]["role"] == "control"
     assert gs["scaling/large"]["role"] == "control"
