@@ -16,7 +16,7 @@ Finder: trust-region Newton with the exact Hessian (``scipy.optimize.minimize``,
 ``method="trust-exact"``) from declared starts, followed by Newton polishing (least-squares
 steps on ∇L = 0 with the exact Hessian), or ``method="newton"`` (Levenberg–Marquardt on
 ∇L = 0: converges to saddles as well as minima).  A unit whose mass |u_i| falls below
-``prune`` × (largest mass) is removed (a unit of zero output weight: a boundary point of the
+``prune`` × max(largest mass, √V_Y) is removed (a unit of zero output weight: a boundary point of the
 non-negative-weight problem), and the search continues at the smaller width; the point keeps
 the count of pruned units.  Results are deduplicated up to permutation of units of the same
 sign (and, for the key only, merging units of the same sign and direction, whose mass split
@@ -354,7 +354,7 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
     gtol : float
         Gradient-norm threshold of a critical point (after polishing).
     prune : float
-        Relative mass below which a unit is removed.
+        Mass (relative to max(largest mass, √V_Y)) below which a unit is removed.
 
     Returns
     -------
@@ -368,6 +368,9 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}")
     _require(student, teacher)
     points, failures = [], []
+    # masses are compared with the larger of the largest unit and the teacher's scale √V_Y
+    # (so that a state whose units all die is recognized as such)
+    ref = np.sqrt(float(teacher.variance))
     for k, s0 in enumerate(starts):
         r = reduce(student, s0) if isinstance(s0, Params) else s0
         pruned = 0
@@ -375,11 +378,11 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
             for _ in range(student.m + 1):
                 r = _run(r, teacher, method, gtol, maxiter)
                 mass = r.masses()
-                keep = mass > prune * max(mass.max(), 1e-300)
+                keep = mass > prune * max(mass.max(), ref)
                 if keep.all():
                     r = _polish(r, teacher, gtol)
                     mass = r.masses()
-                    keep = mass > prune * max(mass.max(), 1e-300)
+                    keep = mass > prune * max(mass.max(), ref)
                     if keep.all():
                         break
                 if not keep.any():
