@@ -256,7 +256,10 @@ def skip_benign(*, teachers, d, seeds, scale, prec, figure):
         results[name] = rows
         notes += _census_table(name, rows)
         cands = [c for r in rows for c in r["candidates"]]
-        certified = sum(c["certification"]["verdict"] == "strict_local_min" for c in cands)
+        # certified spurious: a certified strict local minimum whose loss bracket lies above
+        # the global minimum's value 0 (L = ½E[(f − y)²] ≥ 0, = 0 at the teacher)
+        certified = sum(c["certification"]["verdict"] == "strict_local_min"
+                        and (c["certification"].get("loss") or [0.0])[0] > 0.0 for c in cands)
         open_ = sum(c["certification"]["verdict"] != "saddle" for c in cands)
         v = make_verdict(f"skip_benign[{name}]", f"no spurious minimum for teacher {name}",
                          kind="at_most", constant=0.0, bracket=(certified, open_),

@@ -340,8 +340,7 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
         Hm[lay.a, lay.c] = (s * mu)[:, None]
         Hm[lay.W, lay.c] = (s * a[:, None] * dmu).reshape(m * d, 1)
     # lower triangle of the off-diagonal blocks, then symmetrize the diagonal blocks' rounding
-    iu = np.triu_indices(lay.size, 1)
-    Hm[(iu[1], iu[0])] = Hm[iu]
+    Hm = np.triu(Hm) + np.triu(Hm, 1).T
     return float(L), g, Hm
 
 
