@@ -246,7 +246,8 @@ def skip_benign(*, teachers, d, seeds, scale, prec, figure):
     """Census with the skip; see the module docstring for the decision rule."""
     stmt = ("with the learned linear skip v·x, no spurious local minimum with non-negative output "
             "weights once m ≥ k: #certified spurious minima ≤ #uncertified candidates ≤ 0 over "
-            f"the census m = k…2k ({PAPER})")
+            "the census m = k…2k (a census: a pass means none was reached from the declared "
+            f"starts; {PAPER})")
     available = _critical_point_function() is not None
     parts, notes, results = [], [], {}
     for name in teachers:
@@ -274,6 +275,20 @@ def skip_benign(*, teachers, d, seeds, scale, prec, figure):
             if not any(r["kinds"]["global_min"] for r in rows):
                 v = v.replace(verdict="undecided", notes=("no global minimum reached",))
         parts.append(v)
+    # control (reported, not in the verdict): the same census without the skip at m = k,
+    # to show that the census does reach spurious minima where the skip is absent
+    for name in teachers:
+        k = len(declared_teachers()[name]["angles"])
+        rows0, _ = census(name, d=d, widths=[k], seeds=seeds, scale=scale, skip=False, prec=prec)
+        notes += ["control, without the skip:"] + _census_table(name, rows0)
+        c0 = rows0[0]["candidates"]
+        n_cert = sum(c["certification"]["verdict"] == "strict_local_min"
+                     and (c["certification"].get("loss") or [0.0])[0] > 0.0 for c in c0)
+        parts.append(make_verdict(f"no_skip_control[{name}]",
+                                  f"without the skip (m = k = {k}): spurious minimum candidates "
+                                  "found (certified, all)", kind="at_least", constant=1.0,
+                                  bracket=(n_cert, len(c0)), provenance="numerical",
+                                  role="control"))
     if not available:
         notes.insert(0, UNAVAILABLE + ": every minimum is reported uncertified and the verdict "
                      "is undecided")
