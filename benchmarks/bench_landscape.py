@@ -9,8 +9,10 @@ intercept; teacher: three planar relu features with positive weights, data/confi
   (``popdyn.loss_and_grad``), with their ratio;
 * the time per start of the critical-point finder (trust-exact + Newton polish) and the number
   of Hessian-size linear solves it implies, over ``--starts`` declared starts;
-* if ``certify.critical_point`` exists (the certify helper's, issue 21), the seconds per
-  certified critical point at the same sizes (otherwise says so).
+* if ``certify.critical_point`` exists (the certify helper's, issue 21), the seconds of one
+  certification at the same (d, m): the strict global minimum of a width-m student against m
+  spread planar features (:func:`spread_teacher`; the census teacher's minima at m > k are
+  degenerate and cannot be certified strict), with the verdict reached (otherwise says so).
 
 Run:  python benchmarks/bench_landscape.py [--starts N]
 """
@@ -25,6 +27,35 @@ from proofs_checks.landscape_checks import (_critical_point_function, declared_s
                                             make_teacher)
 
 from _timing import best_of
+
+
+def spread_teacher(d, k):
+    """k planar relu features at angles 360°·j/k + 7°·(j mod 2) with weights 1 + 0.1 j (no
+    symmetry: the global minimum of a width-k student is strict and certifiable)."""
+    ang = np.deg2rad(360.0 * np.arange(k) / k + 7.0 * (np.arange(k) % 2))
+    U = np.zeros((k, d))
+    U[:, 0], U[:, 1] = np.cos(ang), np.sin(ang)
+    return popdyn.Teacher.network("relu", 1.0 + 0.1 * np.arange(k), U)
+
+
+def _certify_cost(cert, d, m):
+    """Seconds of one certify.critical_point call at the (strict) global minimum of a width-m
+    student against :func:`spread_teacher` (k = m), found by the finder from a perturbed start."""
+    T = spread_teacher(d, m)
+    st = popdyn.Student(d, m, "relu", bias=False, skip=True, intercept=True)
+    rng = np.random.default_rng(1)
+    W = T.U * T.weights[:, None] + 0.05 * rng.standard_normal((m, d))
+    p0 = popdyn.Params(np.ones(m), W, np.zeros(m), 0.0, np.zeros(d))
+    pts, _ = ls.find_critical_points(st, T, [p0])
+    if not pts:
+        return "no critical point"
+    cp = pts[0]
+    t0 = time.perf_counter()
+    try:
+        v = cert(cp.point.student, cp.point.params(), T, radius=None, prec=128).verdict
+    except Exception as exc:  # noqa: BLE001
+        v = type(exc).__name__
+    return f"{time.perf_counter() - t0:.2f} ({cp.kind} -> {v})"
 
 
 def main(n_starts: int):
@@ -50,16 +81,7 @@ def main(n_starts: int):
             if cert is None:
                 cs = "n/a (certify.critical_point unavailable)"
             else:
-                t0 = time.perf_counter()
-                verdicts = []
-                for cp in pts[:3]:
-                    try:
-                        verdicts.append(cert(cp.point.student, cp.point.params(), T,
-                                             radius=None, prec=128).verdict)
-                    except Exception as exc:  # noqa: BLE001
-                        verdicts.append(type(exc).__name__)
-                n = max(1, min(3, len(pts)))
-                cs = f"{(time.perf_counter() - t0) / n:.2f} ({verdicts})"
+                cs = _certify_cost(cert, d, m)
             print(f"{d:3d} {m:3d} {P:4d} | {1e3 * th:11.3f} {1e3 * te:15.3f} {th / te:6.2f} | "
                   f"{tf:14.3f} {ks:>30} | {cs}", flush=True)
 
