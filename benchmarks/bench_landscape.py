@@ -30,9 +30,10 @@ from _timing import best_of
 
 
 def spread_teacher(d, k):
-    """k planar relu features at angles 360°·j/k + 7°·(j mod 2) with weights 1 + 0.1 j (no
-    symmetry: the global minimum of a width-k student is strict and certifiable)."""
-    ang = np.deg2rad(360.0 * np.arange(k) / k + 7.0 * (np.arange(k) % 2))
+    """k planar relu features at angles 300°·j/k with weights 1 + 0.1 j: no two antipodal (with
+    the skip, an antipodal pair trades mass along a flat direction, relu(z) − relu(−z) = z), so
+    the global minimum of a width-k student is strict and certifiable."""
+    ang = np.deg2rad(300.0 * np.arange(k) / k)
     U = np.zeros((k, d))
     U[:, 0], U[:, 1] = np.cos(ang), np.sin(ang)
     return popdyn.Teacher.network("relu", 1.0 + 0.1 * np.arange(k), U)
