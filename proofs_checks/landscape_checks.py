@@ -190,7 +190,7 @@ def _census_table(name, rows):
                      f"{k['global_min']:3d} | {k['strict_local_min']:3d} | {k['degenerate']:3d} | "
                      f"{k['saddle']:3d} | {r['boundary_points']:3d} | {len(cert)} {cert}")
         for c in r["candidates"]:
-            lines.append(f"      candidate: L/V_Y = {c['loss_normalized']:.6g}, kind {c['kind']}, "
+            lines.append(f"      candidate: MSE/V_Y = {c['loss_normalized']:.6g}, kind {c['kind']}, "
                          f"λ_min = {c['lambda_min']:.3g}, |∇L| = {c['grad_norm']:.2g}, "
                          f"pruned {c['pruned']}, reached from {c['starts']} starts; "
                          f"{c['certification']['reason'] or c['certification']['verdict']}")

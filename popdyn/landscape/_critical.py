@@ -149,7 +149,9 @@ def _sphere(d, n, seed=0):
 # ------------------------------------------------------------------------------ classify
 @dataclass(frozen=True)
 class Classification:
-    """The kind of a (near-)critical point and the numbers it rests on."""
+    """The kind of a (near-)critical point and the numbers it rests on: ``loss`` is
+    L = ½E[(f − y)²], ``loss_normalized`` the normalized loss MSE/V_Y = 2L/V_Y (DESIGN §2),
+    ``eigenvalues`` those of the reduced Hessian (ascending), ``eig_tol`` the zero band."""
 
     kind: str
     loss: float
@@ -199,7 +201,7 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     tol = eig_rtol * max(1.0, float(np.max(np.abs(lam))))
     gn = float(np.linalg.norm(g))
     vy = float(teacher.variance)
-    Ln = L / vy
+    Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (DESIGN §2)
     Gmin = None
     if pruned:
         G = np.concatenate([boundary_derivative(r, teacher, _sphere(r.student.d, boundary_grid), 1.0)])
