@@ -201,18 +201,27 @@ def _census_table(name, rows):
     return lines
 
 
-def census_figure(results, path):
-    """Bar chart of the census: per teacher and width, the distinct critical points by kind."""
+def census_figure(results, path, controls=None):
+    """Bar chart of the census: per teacher and width, the distinct critical points by kind
+    (with the skip; points on a degenerate global-minimum set reached from different starts
+    count separately), and -- ``controls``: teacher → census rows without the skip at m = k --
+    one last panel of the no-skip control."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     kinds = ("global_min", "strict_local_min", "degenerate", "saddle")
     colors = {"global_min": "tab:green", "strict_local_min": "tab:red",
               "degenerate": "tab:orange", "saddle": "tab:blue"}
-    n = len(results)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.4), squeeze=False)
-    for ax, (name, rows) in zip(axes[0], results.items()):
-        ms = [r["m"] for r in rows]
+    panels = [(f"{name} (k = {len(declared_teachers()[name]['angles'])}), with skip", rows,
+               [r["m"] for r in rows], [str(r["m"]) for r in rows])
+              for name, rows in results.items()]
+    if controls:
+        rows = [r for rs in controls.values() for r in rs]
+        panels.append(("without skip (control), m = k", rows, list(range(len(rows))),
+                       [f"{nm}\nm={r['m']}" for nm, rs in controls.items() for r in rs]))
+    n = len(panels)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    for ax, (title, rows, ms, labels) in zip(axes[0], panels):
         bottom = np.zeros(len(ms))
         for k in kinds:
             h = np.array([r["kinds"][k] for r in rows], float)
@@ -220,10 +229,11 @@ def census_figure(results, path):
             bottom += h
         for x, r in zip(ms, rows):
             ax.text(x, bottom[ms.index(x)] + 0.1, f"{r['starts']} st.", ha="center", fontsize=7)
-        ax.set_title(f"{name} (k = {len(declared_teachers()[name]['angles'])}), with skip")
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("width m")
         ax.set_ylabel("distinct critical points")
-        ax.set_xticks(ms)
+        ax.set_xticks(ms, labels, fontsize=7)
+        ax.set_ylim(0, 1.15 * max(bottom.max(), 1.0))
     axes[0][0].legend(fontsize=7)
     fig.suptitle("Census of critical points, bias-free relu + learned skip, a ≥ 0 "
                  "(seed 004 title paper)", fontsize=9)
@@ -277,9 +287,11 @@ def skip_benign(*, teachers, d, seeds, scale, prec, figure):
         parts.append(v)
     # control (reported, not in the verdict): the same census without the skip at m = k,
     # to show that the census does reach spurious minima where the skip is absent
+    controls = {}
     for name in teachers:
         k = len(declared_teachers()[name]["angles"])
         rows0, _ = census(name, d=d, widths=[k], seeds=seeds, scale=scale, skip=False, prec=prec)
+        controls[name] = rows0
         notes += ["control, without the skip:"] + _census_table(name, rows0)
         c0 = rows0[0]["candidates"]
         n_cert = sum(c["certification"]["verdict"] == "strict_local_min"
@@ -293,7 +305,7 @@ def skip_benign(*, teachers, d, seeds, scale, prec, figure):
         notes.insert(0, UNAVAILABLE + ": every minimum is reported uncertified and the verdict "
                      "is undecided")
     if figure:
-        census_figure(results, figure)
+        census_figure(results, figure, controls)
         notes.append(f"figure: {figure}")
     out = summary_verdict("skip_benign", stmt, parts, notes=notes,
                           settings=dict(teachers=list(teachers), d=d, seeds=list(seeds),
