@@ -94,9 +94,16 @@ class Reduced:
         return np.linalg.norm(self.U, axis=1)
 
     def drop(self, keep) -> "Reduced":
+        """The state without the units where ``keep`` is False (the student of the smaller width;
+        with ``mean_field`` scaling s = 1/m the kept u_i are multiplied by m′/m, which by positive
+        homogeneity leaves f unchanged)."""
         keep = np.asarray(keep, bool)
-        st = self.student.replace(m=int(keep.sum()))
-        return Reduced(st, self.signs[keep], self.U[keep], self.v, self.c)
+        m2 = int(keep.sum())
+        st = self.student.replace(m=m2)
+        U = self.U[keep]
+        if self.student.scaling == "mean_field":
+            U = U * (m2 / self.m)
+        return Reduced(st, self.signs[keep], U, self.v, self.c)
 
 
 def reduce(student, params) -> Reduced:

@@ -192,6 +192,21 @@ def test_finder_and_classifier():
         assert popdyn.population_loss(cp.point.student, pr, T1) < L0 - 0.1 * abs(lam[0]) * t * t
 
 
+def test_drop_keeps_the_function():
+    """Removing a zero-mass unit leaves the loss unchanged, also under mean-field scaling
+    (s = 1/m: the kept u_i are rescaled by m′/m)."""
+    T = popdyn.Teacher.network("relu", [1.0, 0.5, 0.8], U3)
+    for scaling in ("standard", "mean_field"):
+        st_ = popdyn.Student(2, 3, "relu", bias=False, skip=True, scaling=scaling)
+        r = ls.Reduced(st_, np.ones(3), np.array([[0.5, 0.2], [1e-300, 0.0], [-0.3, 0.9]]),
+                       np.array([0.1, -0.2]), 0.05)
+        r2 = r.drop([True, False, True])
+        assert r2.m == 2 and r2.student.m == 2
+        L1 = popdyn.population_loss(st_, r.params(), T)
+        L2 = popdyn.population_loss(r2.student, r2.params(), T)
+        assert abs(L1 - L2) <= 1e-14
+
+
 def test_bad_input():
     T = popdyn.Teacher.network("relu", [1.0], [[1.0, 0.0]])
     with pytest.raises(ValueError, match="bias-free"):
