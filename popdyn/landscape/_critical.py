@@ -187,7 +187,7 @@ class Classification:
 
 def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: float = 1e-8,
              loss_tol: float = 1e-10, eig_rtol: float = 1e-7, pruned: int = 0,
-             boundary_grid: int = 3600) -> Classification:
+             boundary_grid: int = 3600, boundary_signs=(1.0,)) -> Classification:
     """Classify the reduced state ``r`` (see the module docstring for the rules).
 
     Parameters
@@ -201,7 +201,10 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     eig_rtol : float
         Eigenvalues within ±eig_rtol·max|λ| of 0 count as zero.
     pruned : int
-        Units removed on the way (> 0 triggers the boundary test on ``boundary_grid`` directions).
+        Units removed on the way (> 0 triggers the boundary test on ``boundary_grid`` directions:
+        a grid on the circle for d = 2, seeded random unit vectors otherwise).
+    boundary_signs : sequence of ±1
+        Signs of the removed units (a unit may come back with these signs only).
     """
     L, g, H = reduced_loss_grad_hessian(r, teacher)
     lam = np.linalg.eigvalsh(H)
@@ -211,7 +214,9 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (DESIGN §2)
     Gmin = None
     if pruned:
-        G = np.concatenate([boundary_derivative(r, teacher, _sphere(r.student.d, boundary_grid), 1.0)])
+        dirs = _sphere(r.student.d, boundary_grid)
+        G = np.concatenate([boundary_derivative(r, teacher, dirs, float(e))
+                            for e in sorted(set(boundary_signs))])
         Gmin = float(G.min())
     common = dict(loss=float(L), loss_normalized=float(Ln), grad_norm=gn, eigenvalues=lam,
                   eig_tol=tol, gtol=gtol, pruned=pruned, boundary_min_G=Gmin)
@@ -382,7 +387,7 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
     ref = np.sqrt(float(teacher.variance))
     for k, s0 in enumerate(starts):
         r = reduce(student, s0) if isinstance(s0, Params) else s0
-        pruned = 0
+        pruned, psigns = 0, set()
         try:
             for _ in range(student.m + 1):
                 r = _run(r, teacher, method, gtol, maxiter)
@@ -397,12 +402,13 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
                 if not keep.any():
                     raise ValueError("every unit died")
                 pruned += int((~keep).sum())
+                psigns.update(float(e) for e in r.signs[~keep])
                 r = r.drop(keep)
         except (ValueError, np.linalg.LinAlgError) as exc:
             failures.append((k, f"{type(exc).__name__}: {exc}"))
             continue
         cl = classify(r, teacher, best_known=best_known, gtol=gtol, loss_tol=loss_tol,
-                      eig_rtol=eig_rtol, pruned=pruned)
+                      eig_rtol=eig_rtol, pruned=pruned, boundary_signs=tuple(psigns) or (1.0,))
         if cl.kind == "not_critical":
             failures.append((k, cl.reason))
             continue

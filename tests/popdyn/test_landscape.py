@@ -207,6 +207,23 @@ def test_drop_keeps_the_function():
         assert abs(L1 - L2) <= 1e-14
 
 
+def test_boundary_derivative_is_the_one_sided_derivative():
+    """G(θ) = ∂L/∂t at t = 0⁺ of adding a unit tθ equals the engine's (L(t) − L(0))/t at small t
+    (L is smooth in t > 0 with a bounded second derivative)."""
+    T = popdyn.Teacher.network("relu", [1.0, 0.5, 0.8], U3)
+    st_ = popdyn.Student(2, 2, "relu", bias=False, skip=True)
+    r = ls.Reduced(st_, np.ones(2), np.array([[0.5, 0.2], [-0.3, 0.9]]), np.array([0.1, -0.2]), 0.05)
+    th = np.array([[np.cos(0.7), np.sin(0.7)], [np.cos(2.9), np.sin(2.9)]])
+    G = ls.boundary_derivative(r, T, th)
+    st3 = popdyn.Student(2, 3, "relu", bias=False, skip=True)
+    for k in range(2):
+        vals = []
+        for t in (0.0, 1e-6):
+            p = popdyn.Params(np.ones(3), np.vstack([r.U, t * th[k]]), np.zeros(3), r.c, r.v)
+            vals.append(popdyn.population_loss(st3, p, T))
+        assert abs((vals[1] - vals[0]) / 1e-6 - G[k]) <= 1e-5 * max(1.0, abs(G[k]))
+
+
 def test_bad_input():
     T = popdyn.Teacher.network("relu", [1.0], [[1.0, 0.0]])
     with pytest.raises(ValueError, match="bias-free"):
