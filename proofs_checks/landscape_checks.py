@@ -389,9 +389,9 @@ def span_status(cp, teacher, *, span_tol=1e-6, gtol=1e-9, loss_tol=1e-10):
 
 
 @register("teacher_span",
-          description="at critical points (positive output weights, with the skip, d > 2), every "
-                      "student direction of positive mass lies in the teacher span (seed 004 title "
-                      "paper)",
+          description="at local minima (positive output weights, with the skip, d > 2), every "
+                      "student direction of positive mass lies in the teacher span; saddles are "
+                      "reported as a control (seed 004 title paper)",
           quick=dict(teachers=("pair_acute",), dims=(3,), seeds=(0,), scale=1.0,
                      span_tol=1e-6),
           full=dict(teachers=("tri_skew", "tri_narrow", "pair_acute"), dims=(3, 4, 6),
