@@ -35,7 +35,9 @@ def test_all_quick_runs_and_reports(all_quick):
     assert "summary (quick settings" in out
     for name in EXPECTED:
         assert name in out
-    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "skip_spurious_minima"}
+    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "skip_spurious_minima",
+                                                   "skip_benign", "direction_count",
+                                                   "teacher_span"}
     for d in doc:
         assert not d["error"]
         v = d["verdict"]

@@ -1,0 +1,39 @@
+"""Population loss landscapes (issue 21): exact Hessians, critical points and their classification.
+
+Scope: bias-free relu and leaky-relu students (``popdyn.Student(..., bias=False)``; with or
+without the learned skip v·x, with or without the intercept, standard or mean-field scaling)
+against relu / leaky-relu network teachers without biases.  Students with biases and smooth
+activations are refused with a ``ValueError`` saying so (their exact Hessian is not
+implemented: see :func:`supported`).
+
+* :func:`loss_grad_hessian`, :func:`hessian`, :func:`spectrum` -- exact L, ∇L, ∇²L from the
+  arc-cosine closed forms (:mod:`popdyn.landscape._hessian`, formulas H-1..H-5), in the
+  flattening order of :class:`Layout` (a, W row-major, b, v, c; fixed parameters omitted);
+  :func:`flatten` / :func:`unflatten` convert.
+* :func:`reduce`, :class:`Reduced`, :func:`reduced_loss_grad_hessian` -- reduced coordinates
+  u_i = |a_i| w_i with the signs of a fixed (positive homogeneity makes the full Hessian singular
+  along (a, w) → (a/λ, λw)); vector order U (row-major), v, c.
+* :func:`find_critical_points` -- trust-region Newton (``trust-exact``) or Levenberg–Marquardt on
+  ∇L = 0 with the exact Hessian from declared starts, Newton polishing, pruning of dead units,
+  deduplication up to permutation (:func:`same_point`).
+* :func:`classify` -- ``global_min`` / ``strict_local_min`` / ``saddle`` / ``degenerate`` /
+  ``not_critical`` with the numbers it rests on (loss, |∇L|, eigenvalues, tolerance, boundary
+  derivative of a zero-mass unit, :func:`boundary_derivative`).
+
+References
+----------
+Seed 004, title paper ("Removing spurious minima for planar features by skip connections");
+Cho & Saul (2009) arc-cosine kernels; DESIGN §3, §7.
+"""
+from ._hessian import (Layout, flatten, hessian, layout, loss_grad_hessian, pl_kernel,
+                       relu_kernel, spectrum, supported, unflatten)
+
+__all__ = ["Layout", "flatten", "hessian", "layout", "loss_grad_hessian", "pl_kernel",
+           "relu_kernel", "spectrum", "supported", "unflatten"]
+from ._critical import (KINDS, METHODS, Classification, CriticalPoint, Reduced,
+                        boundary_derivative, classify, find_critical_points, reduce,
+                        reduced_loss_grad_hessian, same_point)
+
+__all__ += ["KINDS", "METHODS", "Classification", "CriticalPoint", "Reduced",
+            "boundary_derivative", "classify", "find_critical_points", "reduce",
+            "reduced_loss_grad_hessian", "same_point"]
