@@ -23,7 +23,9 @@ relative accuracy.  Each entry is a handful of correctly rounded operations and 
 first-quadrant atan2 (:func:`atan2q`, within 3 ulp, branch-free); a few ulp in all, against the
 general kernels' target of 5e−14 relative.  Used by plmoments' ``*_units`` entry
 points when every bias of both sets is exactly 0 and every α > 0 (zero rows keep the general
-path).  No per-pair branching: one loop over the pairs.
+path).  No per-pair branching: the self moments run row by row in short loops over the pairs
+that LLVM vectorizes (AVX2; :func:`self_moments`), bit-identical to the one-pair loop
+:func:`self_moments_pairwise`.
 """
 import math
 
