@@ -63,7 +63,8 @@ few anticorrelated pairs that no form above serves).  tests/popdyn/test_plmoment
 estimate against the actual error (40-digit mpmath).
 
 *Many pairs at once* (:func:`pl_self_moments`, :func:`pl_pair_moments` through
-:func:`_moments_list`): every pair takes the evaluators above in the same order, but the three
+:func:`_moments_list`, on chunks of 1024 pairs so that its scratch stays in cache): every pair
+takes the evaluators above in the same order, but the three
 expensive kinds of evaluation are deferred and done for all pairs together in loops over the
 pairs that LLVM vectorizes (AVX2): the Price forms (per Gauss–Legendre rule, panels as items;
 :func:`_price_batch`), the remainder sum of Genz's |r| ≥ 0.925 rule in the closed forms
@@ -1432,6 +1433,25 @@ def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EM
     return nr
 
 
+#: pairs per call of :func:`_moments_list` (its scratch, ~40 doubles a pair, then stays in the
+#: L2 cache and is reused instead of being faulted in afresh: 1.8× faster at m = 256, the
+#: same bits -- every evaluation is per pair)
+_CHUNK = 1024
+
+
+@jit
+def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
+                     rtol, atol, qtol, maxint, out):
+    """:func:`_moments_list` on consecutive chunks of :data:`_CHUNK` pairs (identical results:
+    the batched evaluations act pair by pair)."""
+    n = I.shape[0]
+    for k0 in range(0, n, _CHUNK):
+        k1 = min(n, k0 + _CHUNK)
+        _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I[k0:k1], J[k0:k1],
+                      RHO[k0:k1], OM[k0:k1], OP[k0:k1], DG[k0:k1], rtol, atol, qtol, maxint,
+                      out[k0:k1])
+
+
 @jit
 def _pair_index(R, OMR, OPR, m1, m2, upper):
     """The pair list of :func:`_moments_list`: all (i, j) (``upper`` False), or i ≤ j with the
@@ -1500,8 +1520,8 @@ def pl_pair_moments_units(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OP
     I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m1, m2, False)
     n = I.shape[0]
     out = np.empty((n, 6))
-    _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
-                  rtol, atol, qtol, maxint, out)
+    _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
+                     rtol, atol, qtol, maxint, out)
     for k in range(n):
         i = I[k]
         j = J[k]
@@ -1565,16 +1585,34 @@ def pl_self_moments_units(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, 
     I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m, m, True)
     n = I.shape[0]
     out = np.empty((n, 6))
-    _moments_list(U, p, q, al, be, U, p, q, al, be, I, J, RHO, OM, OP, DG,
-                  rtol, atol, qtol, maxint, out)
-    for k in range(n):
-        i = I[k]
-        j = J[k]
-        C[i, j] = out[k, 0]
-        C[j, i] = out[k, 0]
-        B[i, j] = out[k, 1]
-        B[j, i] = out[k, 1]
-        A[i, j] = out[k, 2]
-        A[j, i] = out[k, 3]
-        D[i, j] = out[k, 4]
-        D[j, i] = out[k, 5]
+    _moments_chunked(U, p, q, al, be, U, p, q, al, be, I, J, RHO, OM, OP, DG,
+                     rtol, atol, qtol, maxint, out)
+    _scatter_self(out, C, B, A, D)
+
+
+@jit
+def _scatter_self(out, C, B, A, D):
+    """C, B, A, D from the pair list of :func:`_pair_index` (``upper``: pairs i ≤ j row by row,
+    pair (i, j) at k = off_i + j − i): the upper triangle along the rows, the lower one in
+    strips of 32 rows of the list, each row j of the outputs stored contiguously (a column
+    store per pair misses the cache at m = 256)."""
+    m = C.shape[0]
+    off = np.empty(m, np.int64)
+    k = 0
+    for i in range(m):
+        off[i] = k
+        for j in range(i, m):
+            C[i, j] = out[k, 0]
+            B[i, j] = out[k, 1]
+            A[i, j] = out[k, 2]
+            D[i, j] = out[k, 4]
+            k += 1
+    for i0 in range(0, m, 32):
+        i1 = min(i0 + 32, m)
+        for j in range(i0 + 1, m):
+            for i in range(i0, min(i1, j)):
+                k = off[i] + (j - i)
+                C[j, i] = out[k, 0]
+                B[j, i] = out[k, 1]
+                A[j, i] = out[k, 3]
+                D[j, i] = out[k, 5]

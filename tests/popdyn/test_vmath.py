@@ -188,3 +188,48 @@ def test_batched_self_moments_equal_pairwise(seed, kind):
               np.outer(r1, r0))
     for X, Y, sc in zip(a, b, scales):
         assert np.all(np.abs(X - Y) <= 1e-14 * np.abs(Y) + 1e-15 * sc + 1e-300)
+
+
+def test_chunked_moments_equal_pairwise():
+    """pl_self_moments / pl_pair_moments evaluate the pair list in chunks of plmoments._CHUNK
+    pairs: on states of more than one chunk (bulk, tail, aligned, anti-aligned and α = 0 units)
+    they agree with the one-pair evaluators to rounding, as the unchunked list does
+    (:func:`test_batched_self_moments_equal_pairwise`), with every entry written (NaN-filled
+    outputs)."""
+    from popdyn._kernels.geometry import pair_geometry
+
+    rng = np.random.default_rng(11)
+    m, m2, d = 50, 25, 6
+    assert m * (m + 1) // 2 > pl._CHUNK and m * m2 > pl._CHUNK
+    W = rng.standard_normal((m + m2, d))
+    W[1:6] = W[0] + 1e-3 * rng.standard_normal((5, d))
+    W[6:11] = -W[0] + 0.3 * rng.standard_normal((5, d))
+    W[m - 1] = 0.0
+    n = m + m2
+    al = np.linalg.norm(W, axis=1)
+    ok = al > 0
+    th = W / np.where(ok, al, 1.0)[:, None]
+    be = rng.standard_normal(n) * np.where(np.arange(n) % 3 == 0, 6.0, 0.7) * np.maximum(al, 0.1)
+    p, q = np.full(n, 0.9), np.full(n, 0.1)
+    R = th @ th.T
+    OMR = np.empty((n, n))
+    OPR = np.empty((n, n))
+    pair_geometry(th, ok, th, ok, R, OMR, OPR)
+    ref = [np.empty((n, n)) for _ in range(4)]
+    pl.pl_self_moments_pairwise(p, q, al, be, R, OMR, OPR, *ref)
+    r0 = np.sqrt(np.abs(np.diag(ref[0])))
+    r1 = np.sqrt(np.abs(np.diag(ref[1])))
+    scales = (np.outer(r0, r0), np.outer(r1, r1), np.outer(r1, r0) * np.maximum(al, 1.0)[:, None],
+              np.outer(r1, r0))
+    s1, s2 = slice(0, m), slice(m, n)
+    got = [np.full((m, m), np.nan) for _ in range(4)]
+    pl.pl_self_moments(p[s1], q[s1], al[s1], be[s1], R[s1, s1].copy(), OMR[s1, s1].copy(),
+                       OPR[s1, s1].copy(), *got)
+    pair = [np.full((m, m2), np.nan) for _ in range(4)]
+    pl.pl_pair_moments(p[s1], q[s1], al[s1], be[s1], p[s2], q[s2], al[s2], be[s2],
+                       R[s1, s2].copy(), OMR[s1, s2].copy(), OPR[s1, s2].copy(), *pair)
+    for blk, (a, b) in (("self", (s1, s1)), ("pair", (s1, s2))):
+        out = got if blk == "self" else pair
+        for X, Y, sc in zip(out, ref, scales):
+            Yb, sb = Y[a, b], sc[a, b]
+            assert np.all(np.abs(X - Yb) <= 1e-14 * np.abs(Yb) + 1e-15 * sb + 1e-300), blk
