@@ -8,12 +8,14 @@ under a name with ``quick`` (CI) and ``full`` (paper) settings.  Run them with
 
 Registered checks: ``reaction_transport``, ``balancedness``, ``gauge_separation``, ``ownership``
 (the gauge / feature-ownership seed paper; docs/design.md §7), and ``plateau_alignment`` (subspace
-learning during the loss plateau; seed paper 003).
+learning during the loss plateau; seed paper 003), ``learnability`` (teacher learnability; seed 004,
+second abstract).
 """
 from ._core import (CHECKS, KINDS, PROVENANCES, VERDICTS, Check, Verdict, combine, decide,
                     get_check, make_verdict, register, run_check, summary_verdict)
 from . import balancedness, gauge_separation, ownership, reaction_transport  # noqa: F401  (register)
 from . import plateau_alignment  # noqa: F401,E402  (register)
+from . import learnability  # noqa: F401,E402  (register; seed 004, issue 21)
 
 __all__ = [
     "CHECKS", "Check", "KINDS", "PROVENANCES", "VERDICTS", "Verdict", "combine", "decide",
