@@ -31,7 +31,7 @@ def test_all_quick_runs_and_reports(all_quick):
     assert "summary (quick settings" in out
     for name in EXPECTED:
         assert name in out
-    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment"}
+    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "learnability"}
     for d in doc:
         assert not d["error"]
         v = d["verdict"]
