@@ -343,8 +343,11 @@ def _run_kw(args):
         return run(cfg, **kw)
 
 
-def census(cfg: dict, preset: str = "quick", *, workers: int = 1, log=None, progress=None) -> list:
-    """Every run of :func:`grid` (``workers`` processes; 1 = in this process), in grid order.
+def census(cfg: dict, preset: str = "quick", *, workers: int = 1, log=None, limit: int = 0,
+           progress=None) -> list:
+    """Every run of :func:`grid` (``workers`` processes; 1 = in this process), in grid order;
+    with ``limit`` > 0 only its first ``limit`` runs (a prefix: every cell with the same number
+    of seeds when ``limit`` is a multiple of the number of cells).
 
     Each run is a deterministic function of its settings, so the records do not depend on the
     worker count or the completion order (only their ``wall`` times do).  With ``log`` (a path),
@@ -355,7 +358,10 @@ def census(cfg: dict, preset: str = "quick", *, workers: int = 1, log=None, prog
     import json
 
     workers = V.positive_int("workers", workers)
+    limit = V.nonneg_int("limit", limit)
     kws = grid(cfg, preset)
+    if limit:
+        kws = kws[:limit]
     stamp = json.dumps({s: cfg[s] for s in ("teacher", "classify", "train", "intervention")},
                        sort_keys=True)
     done = {}
@@ -459,6 +465,14 @@ def counts(records) -> dict:
         c[r["kind"]] += 1
     c["n"] = len(records)
     return c
+
+
+def cells(cfg: dict, preset: str) -> int:
+    """The number of cells (activation × teacher × width × scale × intervention) of ``preset``:
+    the grid has that many runs per seed."""
+    V.choice("preset", preset, PRESETS)
+    g = cfg[preset]
+    return len(g["activations"]) * len(TEACHERS) * len(g["widths"]) * len(g["scales"]) * 2
 
 
 def tabulate(records, level: float = 0.95) -> list:

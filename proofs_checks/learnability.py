@@ -91,9 +91,13 @@ def verdict_of(records, cfg, *, preset="?", wall=None, out=None) -> object:
     fe = [r for r in L.select(big, teacher="easy") if r["kind"] != "global"]
     fh = [r for r in L.select(big, teacher="hard") if r["kind"] != "global"]
     ce, ch = L.counts(fe), L.counts(fh)
+    rest = [r for r in fe + fh if r["kind"] == "out_of_bounds"]
+    n_rest = sum(1 for r in rest if r["drop"] is not None and r["drop"] <= cfg["classify"]["stall"])
     kinds = (f"easy failures {ce['out_of_bounds']} OOB / {ce['interior']} interior / "
              f"{ce['unconverged']} unconverged; hard failures {ch['out_of_bounds']} / {ch['interior']} / "
-             f"{ch['unconverged']}",)
+             f"{ch['unconverged']}; of these {len(rest)} out-of-bounds end states, {n_rest} at rest "
+             f"(relative loss drop <= {cfg['classify']['stall']:g} over the last "
+             f"{cfg['classify']['tail']:g} of the horizon)",)
     if big:
         parts.append(_diff_part("hard → OOB", f"among baseline non-global end states at m > k = {k}, "
                                 "the out-of-bounds fraction, hard minus easy, is > 0",
@@ -137,12 +141,14 @@ def verdict_of(records, cfg, *, preset="?", wall=None, out=None) -> object:
 @register("learnability",
           description="teacher learnability: easy vs hard teachers, OOB vs interior end states, "
                       "the readout-up / bias-down rate intervention (seed 004)",
-          quick=dict(census="quick", config="", workers=1, out=""),
-          full=dict(census="full", config="", workers=2, out=""))
-def check(*, census: str, config: str, workers: int, out: str):
+          quick=dict(census="quick", config="", workers=1, out="", seeds=0),
+          full=dict(census="full", config="", workers=2, out="", seeds=0))
+def check(*, census: str, config: str, workers: int, out: str, seeds: int):
     """Run the declared census ``census`` ("quick" or "full") of ``config`` (a TOML path; empty:
     the embedded ``learnability.toml``) on ``workers`` processes, write the figure and the
-    records to ``out`` (empty: a temporary directory) and decide the claims."""
+    records to ``out`` (empty: a temporary directory) and decide the claims.  ``seeds`` > 0
+    takes only the first ``seeds`` seeds of every cell (0: the declared number); the runs
+    already in ``out``'s census log are read back, not recomputed."""
     from popdyn import learnability as L
 
     cfg = L.load_config(config or None)
@@ -150,7 +156,12 @@ def check(*, census: str, config: str, workers: int, out: str):
     outdir = Path(out or _default_out(census))
     outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    recs = L.census(cfg, census, workers=workers, log=outdir / "census.jsonl")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 0:
+        raise ValueError(f"`seeds` must be a non-negative int (0: the declared count), got {seeds!r}")
+    if seeds > int(cfg[census]["seeds"]):
+        raise ValueError(f"`seeds` = {seeds} exceeds the declared [{census}] seeds = {cfg[census]['seeds']}")
+    recs = L.census(cfg, census, workers=workers, log=outdir / "census.jsonl",
+                    limit=seeds * L.cells(cfg, census))
     wall = time.perf_counter() - t0
     fig = L.figure(recs, outdir / "learnability.png", level=float(cfg["stats"]["level"]))
     rec_path = outdir / "records.json"

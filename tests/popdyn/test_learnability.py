@@ -202,3 +202,41 @@ def test_bad_input_names_argument_and_choices():
         L.validate_config(bad)
     with pytest.raises(FileNotFoundError, match="`path`"):
         L.load_config("/nonexistent/learnability.toml")
+
+
+# ------------------------------------------------------------------ the check's decisions
+def _recs(spec):
+    """Synthetic census records: spec maps (teacher, intervention, m) -> list of kinds."""
+    out = []
+    for (kd, iv, m), kinds in spec.items():
+        for i, k in enumerate(kinds):
+            out.append(dict(activation="relu", teacher=kd, intervention=iv, m=m, scale=0.1, seed=i,
+                            kind=k, drop=0.0, nloss=0.0 if k == "global" else 0.1))
+    return out
+
+
+def test_check_decisions_on_synthetic_records():
+    from proofs_checks.learnability import verdict_of
+
+    cfg = L.load_config()
+    n = 30
+    good = _recs({("easy", False, 4): ["global"] * 25 + ["interior"] * 5,
+                  ("hard", False, 4): ["global"] * 2 + ["out_of_bounds"] * 28,
+                  ("easy", True, 4): ["global"] * 30, ("hard", True, 4): ["global"] * 28 + ["interior"] * 2})
+    v = verdict_of(good, cfg)
+    by = {p.name: p for p in v.parts}
+    assert by["easy > hard [relu]"].verdict == "pass"
+    assert by["hard → OOB"].verdict == "pass" and by["easy → interior"].verdict == "pass"
+    assert by["intervention [relu]"].verdict == "pass" and v.verdict == "pass"
+    lo, hi = by["easy > hard [relu]"].bracket
+    assert lo > 0 and (lo, hi) == L.rate_difference(25, n, 2, n, cfg["stats"]["level"])
+    # the same counts with the teachers swapped fail; equal counts are undecided
+    swap = [dict(r, teacher={"easy": "hard", "hard": "easy"}[r["teacher"]]) for r in good]
+    by = {p.name: p for p in verdict_of(swap, cfg).parts}
+    assert by["easy > hard [relu]"].verdict == "fail" and by["hard → OOB"].verdict == "fail"
+    tie = _recs({(kd, iv, 4): ["global"] * 10 + ["interior"] * 10 for kd in ("easy", "hard")
+                 for iv in (False, True)})
+    vt = verdict_of(tie, cfg)
+    assert {p.verdict for p in vt.parts if p.role == "claim"} == {"undecided"}
+    assert vt.verdict == "undecided"
+    # (the figure is drawn by the check's quick run in tests/proofs_checks/test_checks.py)
