@@ -531,15 +531,17 @@ def figure(records, out, *, level: float = 0.95, dpi: int = 110) -> Path:
                 ax.errorbar(x, y, yerr=err, color=col, ls=ls, marker="o", ms=3, capsize=2,
                             label=f"{kd}{' + intervention' if iv else ''}")
             ax.set_title(f"{a}, init scale {s:g}", fontsize=9)
+            ax.set_xticks(sorted({r["m"] for r in rows}))
             ax.set_ylim(-0.05, 1.05)
             ax.set_xlabel("student width m")
             if j == 0:
                 ax.set_ylabel("success rate")
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7, loc="lower right")
-    n = max(r["n"] for r in rows)
-    fig.suptitle(f"teacher learnability: success rate, {int(level * 100)}% Clopper-Pearson bars "
-                 f"({n} seeds per point)", fontsize=9)
+    n0, n1 = min(r["n"] for r in rows), max(r["n"] for r in rows)
+    ns = f"{n0}" if n0 == n1 else f"{n0}-{n1}"
+    fig.suptitle(f"teacher learnability: success rate (2L/V_Y reached the threshold within the horizon), "
+                 f"{level:.0%} Clopper-Pearson bars, {ns} seeds per point", fontsize=9)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
