@@ -27,8 +27,11 @@ the declared level; numerical: they bound a sampling error, not a rounding error
 Each part passes when its bracket's lower end is > 0, fails when its upper end is < 0, and is
 undecided otherwise (at_least 0 on an interval; a zero-width bracket at 0 is undecided by
 construction since no claim can pass on it).  Pooling cells of different true rates gives a
-Poisson-binomial count, whose spread is at most the binomial one: the pooled interval stays
-conservative for the mean rate.  A control reports the unconverged fraction (runs that neither
+Poisson-binomial count; by Hoeffding's comparison (Ann. Math. Statist. 27 (1956) 713-721) its
+tails more than one unit beyond the mean are no heavier than those of the binomial with the same
+mean, which is what the pooled interval for the mean rate relies on (stated, not proved here).
+Success means reaching the threshold within the declared horizon: a run still converging slowly
+at the horizon is not a success.  A control reports the unconverged fraction (runs that neither
 reached the threshold nor came to rest within the horizon).
 
 The check writes the success-rate figure, the per-run records (JSON) and the census log
