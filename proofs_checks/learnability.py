@@ -36,8 +36,11 @@ reached the threshold nor came to rest within the horizon).
 
 The check writes the success-rate figure, the per-run records (JSON) and the census log
 (``census.jsonl``: finished runs, read back on a rerun so that an interrupted census resumes) to
-``out`` (default: a directory ``popdyn-learnability-<preset>`` under the system's temporary
-directory).  The reported wall time is that of the runs computed in this call.
+``out`` (default: for ``full`` the directory ``popdyn-learnability-full`` under the system's
+temporary directory, for ``quick`` a fresh temporary directory).  A log is read back only for
+records of the same configuration sections and run settings; it does not know the code that
+produced it: after changing popdyn, delete it or pass a new ``out``.  The reported wall time is
+that of the runs computed in this call.
 
 References
 ----------
@@ -156,7 +159,12 @@ def check(*, census: str, config: str, workers: int, out: str, seeds: int):
 
     cfg = L.load_config(config or None)
     L.grid(cfg, census)          # validates `census` (names the argument and the choices)
-    outdir = Path(out or _default_out(census))
+    if out:
+        outdir = Path(out)
+    elif census == "quick":      # a fresh directory: CI never reads back an earlier run's log
+        outdir = Path(tempfile.mkdtemp(prefix="popdyn-learnability-quick-"))
+    else:
+        outdir = Path(_default_out(census))
     outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 0:
