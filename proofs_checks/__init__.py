@@ -10,7 +10,8 @@ Registered checks: ``reaction_transport``, ``balancedness``, ``gauge_separation`
 (the gauge / feature-ownership seed paper; docs/design.md §7), and ``plateau_alignment`` (subspace
 learning during the loss plateau; seed paper 003), ``skip_spurious_minima`` (certified spurious
 minima of bias-free relu students and the learned skip), ``skip_benign``, ``direction_count``,
-``teacher_span`` (skip connections and planar features; seed 004 title paper, issue 21).
+``teacher_span`` (skip connections and planar features; seed 004 title paper, issue 21),
+``learnability`` (teacher learnability; seed 004, second abstract).
 """
 from ._core import (CHECKS, KINDS, PROVENANCES, VERDICTS, Check, Verdict, combine, decide,
                     get_check, make_verdict, register, run_check, summary_verdict)
@@ -18,6 +19,7 @@ from . import balancedness, gauge_separation, ownership, reaction_transport  # n
 from . import plateau_alignment  # noqa: F401,E402  (register)
 from . import skip_spurious  # noqa: F401,E402  (register; issue 21)
 from . import landscape_checks  # noqa: F401,E402  (register: skip_benign, direction_count, teacher_span)
+from . import learnability  # noqa: F401,E402  (register; seed 004, issue 21)
 
 __all__ = [
     "CHECKS", "Check", "KINDS", "PROVENANCES", "VERDICTS", "Verdict", "combine", "decide",

@@ -37,7 +37,7 @@ def test_all_quick_runs_and_reports(all_quick):
         assert name in out
     assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "skip_spurious_minima",
                                                    "skip_benign", "direction_count",
-                                                   "teacher_span"}
+                                                   "teacher_span", "learnability"}
     for d in doc:
         assert not d["error"]
         v = d["verdict"]
