@@ -8,6 +8,7 @@ entrywise error estimate carried along in ``err*`` arrays.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,15 +63,17 @@ def student_units(student, params) -> UnitSet:
     return UnitSet("smooth", al, np.ascontiguousarray(be, dtype=np.float64), theta, code=act.code)
 
 
-def teacher_units(teacher) -> UnitSet:
-    k = teacher.k
-    if teacher.kind == "additive":
-        return UnitSet("link", np.ones(k), np.zeros(k), np.ascontiguousarray(teacher.U), link=teacher.link)
-    act = teacher.activation
-    al, th, be = teacher.alpha, np.ascontiguousarray(teacher.theta), np.ascontiguousarray(teacher.bias)
-    if act.kind == "pl":
-        return UnitSet("pl", al, be, th, np.full(k, act.p), np.full(k, act.q))
-    return UnitSet("smooth", al, be, th, code=act.code)
+#: the engine's per-teacher cache (teachers are immutable and never hold it themselves)
+_TEACHER_CACHE = weakref.WeakKeyDictionary()
+
+
+def teacher_cache(teacher) -> dict:
+    """The engine's cache of what it derives from ``teacher`` (exact moments, Hermite terms):
+    kept here, keyed by the teacher object, and dropped with it."""
+    c = _TEACHER_CACHE.get(teacher)
+    if c is None:
+        c = _TEACHER_CACHE[teacher] = {}
+    return c
 
 
 @dataclass
@@ -136,8 +139,7 @@ def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
                 theta=su.theta, errC=errC, errCt=np.zeros((m, 0)), errmu0=errmu0, order=order)
     if not cross:
         return M
-    tu = teacher_units(teacher)
-    Ct, Bt, At, Dt, errCt, order_t = cross_moments(su, tu, rtol)
+    Ct, Bt, At, Dt, errCt, order_t = teacher.cross(su, rtol)
     M.Ct, M.Bt, M.At, M.Dt, M.errCt = Ct, Bt, At, Dt, errCt
     if order_t is not None:
         M.order = max(order or 0, order_t)
@@ -154,9 +156,9 @@ def value_moments(student, params, teacher, *, rtol: float = 1e-10) -> Moments:
     may be None; ``errC``/``errCt`` are not computed on the fast path.
     """
     su = student_units(student, params)
-    if su.kind != "pl" or teacher.kind != "additive":
+    tu = teacher.units()
+    if su.kind != "pl" or tu is None or tu.kind != "link":
         return moments(student, params, teacher, rtol=rtol, grad=False)
-    tu = teacher_units(teacher)
     g = tu.link
     herm = bool(np.any(g.coeffs != 0.0))
     if herm and not (np.all(np.isfinite(su.al)) and np.all(np.isfinite(su.be))):
@@ -194,7 +196,7 @@ def cross_moments(su: UnitSet, tu: UnitSet, rtol: float):
 
 def teacher_self_moments(teacher):
     """(μ, C) of a teacher network's units: E[σ*_k] and E[σ*_k σ*_l]."""
-    tu = teacher_units(teacher)
+    tu = teacher.units()
     if tu.kind == "pl":
         C, B, A, D, mu0, mu1, mu2 = _pl_self(tu)
         return mu0, C

@@ -260,9 +260,11 @@ class _Fused:
         if not (student.family.fused and student.act.kind == "pl"
                 and isinstance(teacher, Teacher)):
             return None
-        k = teacher.k
-        if teacher.kind == "additive":
-            g = teacher.link
+        k, tu = teacher.k, teacher.units()
+        if tu is None:
+            return None
+        if tu.kind == "link":
+            g = tu.link
             tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
             tal, tbe = np.ones(k), np.zeros(k)
             tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
@@ -275,12 +277,11 @@ class _Fused:
             big = np.maximum(np.abs(H), np.abs(dH))
             L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
             ttol = _link_target(g)
-        elif teacher.kind == "network" and teacher.activation.kind == "pl":
-            act = teacher.activation
-            tth = np.ascontiguousarray(teacher.theta, dtype=np.float64)
-            tal = np.ascontiguousarray(teacher.alpha, dtype=np.float64)
-            tbe = np.ascontiguousarray(teacher.bias, dtype=np.float64)
-            tp, tq = np.full(k, float(act.p)), np.full(k, float(act.q))
+        elif tu.kind == "pl":
+            tth = np.ascontiguousarray(tu.theta, dtype=np.float64)
+            tal = np.ascontiguousarray(tu.al, dtype=np.float64)
+            tbe = np.ascontiguousarray(tu.be, dtype=np.float64)
+            tp, tq = tu.p.astype(np.float64), tu.q.astype(np.float64)
             tpl = True
             H = dH = L1 = np.zeros(0)
             ttol = 0.0
