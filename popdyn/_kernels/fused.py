@@ -370,7 +370,8 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
           ga, gW, gb, gc, losses, times):
     """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
 
-    Mirrors :func:`popdyn.dynamics._integrate` (method "gd") exactly: an update is taken while
+    The ``_step_impl`` of :class:`popdyn.dynamics.FusedGD`, with the rules of
+    :class:`popdyn.dynamics.FixedStepGD` exactly: an update is taken while
     t < ``max_time``; a non-finite proposal, a non-finite loss or gradient, or L > ``bound`` ends
     the loop with DIVERGED (DIVERGED_STEP when the proposal was not evaluated) and leaves the last
     accepted state in place; 2L/V_Y ≤ ``loss_target`` (0 disables) ends it with CONVERGED.  The

@@ -27,6 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .. import _validate as V
 from .._moments import cross_moments, teacher_cache
 from ..activations import Activation
 
@@ -40,6 +41,16 @@ def register_kind(name: str):
         _KINDS[name] = cls
         return cls
     return deco
+
+
+def input_rows(U, *, orthonormal: bool) -> np.ndarray:
+    """The rows ``U`` (k, d) of a teacher, checked: finite, k, d >= 1, orthonormal if asked."""
+    U = V.array("U", U, (None, None))
+    if U.shape[0] == 0 or U.shape[1] == 0:
+        raise ValueError(f"`U` must have at least one row and one column, got shape {U.shape}")
+    if orthonormal:
+        V.orthonormal_rows("U", U)
+    return U
 
 
 def effective_degree(shell_norms, tail2, energy):

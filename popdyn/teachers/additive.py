@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _validate as V
 from .._moments import UnitSet
-from ._base import Teacher, effective_degree, register_kind
+from ._base import Teacher, effective_degree, input_rows, register_kind
 from .multi_index import HermiteTensor
 
 
@@ -19,10 +19,7 @@ class AdditiveTeacher(Teacher):
     def build(cls, link, U, kappa=None):
         from ..links import get_link      # links loads mpmath: on first use (CLI start-up)
 
-        U = V.array("U", U, (None, None))
-        if U.shape[0] == 0 or U.shape[1] == 0:
-            raise ValueError(f"`U` must have at least one row and one column, got shape {U.shape}")
-        V.orthonormal_rows("U", U)
+        U = input_rows(U, orthonormal=True)
         r = U.shape[0]
         kappa = np.ones(r) if kappa is None else V.array("kappa", kappa, (r,))
         return cls("additive", U, kappa, np.zeros(r), link=get_link(link))

@@ -37,7 +37,7 @@ import numpy as np
 from .. import _validate as V
 from .._hermite import unit_coefficients
 from .._kernels import swiglu as _ks
-from ._base import Teacher, effective_degree, register_kind
+from ._base import Teacher, effective_degree, input_rows, register_kind
 
 
 # ---------------------------------------------------------------------------------- tensors
@@ -211,10 +211,7 @@ class MultiIndexTeacher(Teacher):
 
     @classmethod
     def build(cls, hermite_tensor, U, kappa=1.0, *, tail2=0.0):
-        U = V.array("U", U, (None, None))
-        if U.shape[0] == 0 or U.shape[1] == 0:
-            raise ValueError(f"`U` must have at least one row and one column, got shape {U.shape}")
-        V.orthonormal_rows("U", U)
+        U = input_rows(U, orthonormal=True)
         fn = tensor_function(hermite_tensor, U.shape[0], tail2=tail2)
         kappa = V.real("kappa", kappa)
         return cls("multi_index", U, np.array([kappa]), np.zeros(U.shape[0]), index=fn)

@@ -11,7 +11,7 @@ from .. import _validate as V
 from .._hermite import unit_coefficients
 from .._moments import UnitSet, teacher_self_moments
 from ..activations import get_activation
-from ._base import Teacher, register_kind
+from ._base import Teacher, input_rows, register_kind
 from .multi_index import HermiteTensor
 
 
@@ -22,9 +22,7 @@ class NetworkTeacher(Teacher):
     @classmethod
     def build(cls, activation, V_, U, bias=None, *, negative_slope=0.01):
         act = get_activation(activation, negative_slope)
-        U = V.array("U", U, (None, None))
-        if U.shape[0] == 0 or U.shape[1] == 0:
-            raise ValueError(f"`U` must have at least one row and one column, got shape {U.shape}")
+        U = input_rows(U, orthonormal=False)
         k = U.shape[0]
         v = V.array("V", V_, (k,))
         b = np.zeros(k) if bias is None else V.array("bias", bias, (k,))
