@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._moments import _link_coeffs, _link_order, _link_target
 from ._notice import compile_notice
 from . import _validate as V
-from ._hermite_bridge import _link_coeffs, _link_order, _link_target
 from .family import family_of
 from .models import Params, Student
 from .teachers import Teacher

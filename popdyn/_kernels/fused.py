@@ -21,7 +21,7 @@ Student–student moments: :func:`popdyn._kernels.plmoments.pl_self_moments`; PL
 student units' canonical forms computed once per step); Hermite cross moments: the closed-form unit
 coefficients :func:`popdyn._kernels.hermite.pl_coeffs` to the link's order N and the Mehler
 sums :func:`popdyn._kernels.mehler.mehler` — exactly the kernels, orders and tolerances of the
-general path (:mod:`popdyn._moments`, :mod:`popdyn._hermite_bridge`), so the two agree to
+general path (:mod:`popdyn._moments`), so the two agree to
 rounding (tests/popdyn/test_fused.py compares them, and the integrators' trajectories).
 
 References
