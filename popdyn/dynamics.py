@@ -16,6 +16,12 @@ with P the per-group rate multipliers (head ``a``, biases ``b``, intercept ``c``
   h·clip(0.9·(ε‖Δ‖/e)^{1/2}, 0.2, 2) within [h_min, h_max].  Steps forced at h_min are counted.
   Each accepted step is one update (n += 1) and advances t by h.
 
+Every method is a :class:`Stepper` over one frozen :class:`Problem` (the template of
+``scipy.integrate.OdeSolver``): ``step()`` owns n, t, the status and the counters, and
+:class:`FixedStepGD`, :class:`AdaptiveEuler`, :class:`FusedGD` (relu / leaky-relu students: the
+updates between two snapshots inside numba) and the finite-sample SGD of :mod:`popdyn.finite`
+implement ``_step_impl``.
+
 Stopping rules: normalized loss 2L/V_Y ≤ ``loss_target`` → ``converged``; ``max_updates`` or
 ``max_time`` reached → ``horizon``; a non-finite state or a loss above ``explode`` × max(L₀, V_Y)
 → ``diverged``, keeping the last finite state.  The loss is kept at every update; parameter
@@ -28,9 +34,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._moments import _link_coeffs, _link_order, _link_target
 from ._notice import compile_notice
 from . import _validate as V
-from ._hermite_bridge import _link_coeffs, _link_order, _link_target
 from .family import family_of
 from .models import Params, Student
 from .teachers import Teacher
@@ -158,78 +164,150 @@ def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0
     return out
 
 
-def _integrate(evaluate, step, diff_norm, p, rec, VY, cfg):
-    """The GD / adaptive Euler loop (module docstring), shared by every student type.
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One training run as a :class:`Stepper` sees it (the role of the problem in
+    ``scipy.integrate.OdeSolver``).
 
-    ``evaluate(p) -> (L, grad, p')`` (p' = p, or p with its intercept refitted),
-    ``step(p, g, h) -> p − h·(rates ∘ g)`` on the flow clock, ``diff_norm(p, q)`` the
-    parameter-space distance of the step-doubling rule, ``rec`` a :class:`_Recorder`.
-    Returns (p, L, n, t, status, losses, ns, ts, grad_evals, forced_steps).
+    ``evaluate(p) -> (L, ∇L or None, p′)`` (p′ = p, or p with its intercept refitted; a
+    stochastic method may return no gradient), ``axpy(p, g, h) -> p − h·κ·(rates ∘ g)`` with h
+    on the flow clock, ``diff_norm(p, q)`` the distance of the step-doubling rule; the start
+    ``p0``, the teacher variance ``VY`` and the stopping rules (module docstring).
     """
-    method, lr, eps = cfg["method"], cfg["lr"], cfg["eps"]
-    h_min, h_max = cfg["h_min"], cfg["h_max"]
-    max_updates, max_time = cfg["max_updates"], cfg["max_time"]
-    loss_target, schedule = cfg["loss_target"], cfg["schedule"]
-    L, g, p = evaluate(p)
-    ngrad = 1
-    losses, ns, ts = [L], [0], [0.0]
-    bound = cfg["explode"] * max(L, VY)
-    rec.add(0, 0.0, p, L)
-    n, t, h, forced = 0, 0.0, cfg["h0"], 0
-    status = "horizon"
-    if loss_target > 0 and 2 * L / VY <= loss_target:
-        status = "converged"
-    else:
-        while n < max_updates and t < max_time:
-            if method == "gd":
-                q = step(p, g, lr)
-                dt = lr
-            else:
-                h = min(h, h_max)
-                while True:
-                    full = step(p, g, h)
-                    mid = step(p, g, 0.5 * h)
-                    q = None
-                    if mid.is_finite() and full.is_finite():
-                        _, gm, mid = evaluate(mid)
-                        ngrad += 1
-                        q = step(mid, gm, 0.5 * h)
-                    if q is None or not q.is_finite():
-                        if h <= h_min:       # non-finite even at the smallest step: diverged
-                            q = None
-                            break
-                        h = max(0.2 * h, h_min)
-                        continue
-                    disp = diff_norm(q, p)
-                    err = diff_norm(q, full)
-                    tol = eps * disp
-                    if err <= tol or h <= h_min:
-                        if err > tol:
-                            forced += 1
-                        dt = h
-                        fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
-                        h = min(max(h * fac, h_min), h_max)
-                        break
-                    h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
+
+    evaluate: object
+    axpy: object
+    diff_norm: object
+    p0: object
+    VY: float
+    lr: float
+    max_updates: int
+    max_time: float
+    loss_target: float
+    explode: float
+    schedule: Schedule
+
+
+class Stepper:
+    """The template of every training loop (``scipy.integrate.OdeSolver``'s): :meth:`step`
+    owns the update count n, the flow time t, the status and the counters; a method implements
+    :meth:`_step_impl` -- up to ``nmax`` updates -- by default a loop over :meth:`_propose`
+    (one proposal (q, Δt), or None) whose proposals are evaluated, checked and accepted here.
+
+    Subclasses: :class:`FixedStepGD`, :class:`AdaptiveEuler`, :class:`FusedGD` (the whole
+    segment between two snapshots inside numba) and ``popdyn.finite``'s minibatch SGD / noisy SGD.
+    Status: ``running`` until ``converged``, ``horizon`` or ``diverged``.
+    """
+
+    def __init__(self, problem: Problem, recorder):
+        pr = self.problem = problem
+        self.rec = recorder
+        self.L, self.g, self.p = pr.evaluate(pr.p0)
+        self.n, self.t, self.status = 0, 0.0, "running"
+        self.grad_evals, self.forced_steps = 1, 0
+        self.losses, self.ns, self.ts = [self.L], [0], [0.0]
+        self.bound = pr.explode * max(self.L, pr.VY)
+        recorder.add(0, 0.0, self.p, self.L)
+        if self._converged(self.L):
+            self.status = "converged"
+        elif not (pr.max_updates > 0 and pr.max_time > 0):
+            self.status = "horizon"
+
+    def _converged(self, L) -> bool:
+        lt = self.problem.loss_target
+        return lt > 0 and 2 * L / self.problem.VY <= lt
+
+    def step(self) -> str:
+        """Updates up to the next snapshot count (or a stop); returns the status."""
+        if self.status != "running":
+            raise RuntimeError(f"step() on a finished run (status {self.status!r})")
+        pr, n = self.problem, self.n
+        sch = pr.schedule
+        nxt = min([(n // sch.every + 1) * sch.every] + [e for e in sch.early if e > n])
+        self._step_impl(min(nxt, pr.max_updates) - n)
+        if self.status == "running":
+            if self.n in sch:
+                self.rec.add(self.n, self.t, self.p, self.L)
+            if not (self.n < pr.max_updates and self.t < pr.max_time):
+                self.status = "horizon"
+        return self.status
+
+    def run(self) -> "Stepper":
+        """Step until the run stops; the last state is always recorded."""
+        while self.status == "running":
+            self.step()
+        self.rec.add(self.n, self.t, self.p, self.L)
+        return self
+
+    def _step_impl(self, nmax: int):
+        pr = self.problem
+        for _ in range(nmax):
+            if not self.t < pr.max_time:
+                return
+            prop = self._propose()
+            if prop is None or not prop[0].is_finite():
+                self.status = "diverged"
+                return
+            Lq, gq, q = pr.evaluate(prop[0])
+            self.grad_evals += 1
+            if not (np.isfinite(Lq) and Lq <= self.bound and (gq is None or gq.is_finite())):
+                self.status = "diverged"
+                return
+            self.p, self.L, self.g = q, Lq, gq
+            self.n += 1
+            self.t += prop[1]
+            self.losses.append(Lq); self.ns.append(self.n); self.ts.append(self.t)
+            if self._converged(Lq):
+                self.status = "converged"
+                return
+
+    def _propose(self):
+        raise NotImplementedError
+
+
+class FixedStepGD(Stepper):
+    """θ ← θ − Δt κ P ∇L with Δt = ``lr`` (method ``"gd"``)."""
+
+    def _propose(self):
+        lr = self.problem.lr
+        return self.problem.axpy(self.p, self.g, lr), lr
+
+
+class AdaptiveEuler(Stepper):
+    """Adaptive Euler with step-doubling error control (method ``"flow"``, module docstring)."""
+
+    def __init__(self, problem, recorder, *, eps, h0, h_min, h_max):
+        self.eps, self.h, self.h_min, self.h_max = eps, h0, h_min, h_max
+        super().__init__(problem, recorder)
+
+    def _propose(self):
+        pr, p, g = self.problem, self.p, self.g
+        eps, h_min, h_max = self.eps, self.h_min, self.h_max
+        h = min(self.h, h_max)
+        while True:
+            full = pr.axpy(p, g, h)
+            mid = pr.axpy(p, g, 0.5 * h)
+            q = None
+            if mid.is_finite() and full.is_finite():
+                _, gm, mid = pr.evaluate(mid)
+                self.grad_evals += 1
+                q = pr.axpy(mid, gm, 0.5 * h)
             if q is None or not q.is_finite():
-                status = "diverged"
-                break
-            Lq, gq, q = evaluate(q)
-            ngrad += 1
-            if not (np.isfinite(Lq) and Lq <= bound and gq.is_finite()):
-                status = "diverged"
-                break
-            p, L, g = q, Lq, gq
-            n += 1
-            t += dt
-            losses.append(L); ns.append(n); ts.append(t)
-            if n in schedule:
-                rec.add(n, t, p, L)
-            if loss_target > 0 and 2 * L / VY <= loss_target:
-                status = "converged"
-                break
-    rec.add(n, t, p, L)
-    return p, L, n, t, status, losses, ns, ts, ngrad, forced
+                if h <= h_min:       # non-finite even at the smallest step: diverged
+                    self.h = h
+                    return None
+                h = max(0.2 * h, h_min)
+                continue
+            disp = pr.diff_norm(q, p)
+            err = pr.diff_norm(q, full)
+            tol = eps * disp
+            if err <= tol or h <= h_min:
+                if err > tol:
+                    self.forced_steps += 1
+                fac = 2.0 if err == 0 else min(2.0, max(0.2, 0.9 * np.sqrt(tol / err)))
+                self.h = min(max(h * fac, h_min), h_max)
+                return q, h
+            h = max(h * min(0.9, max(0.2, 0.9 * np.sqrt(tol / err))), h_min)
 
 
 #: use the fused kernels (:mod:`popdyn._kernels.fused`) where they apply (tests switch it off to
@@ -239,8 +317,8 @@ _FUSED = True
 
 class _Fused:
     """Loss and gradient of a PL student (relu, leaky relu) against an additive-link or PL-network
-    teacher in one compiled call (:func:`popdyn._kernels.fused.pl_loss_grad`), and fixed-step GD
-    between snapshots inside numba (:func:`popdyn._kernels.fused.pl_gd`).  Same kernels, orders
+    teacher in one compiled call (:func:`popdyn._kernels.fused.pl_loss_grad`), and the tables of
+    :class:`FusedGD` (fixed-step GD between snapshots inside numba, :func:`~popdyn._kernels.fused.pl_gd`).  Same kernels, orders
     and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
 
     def __init__(self, student, teacher, tables):
@@ -260,9 +338,11 @@ class _Fused:
         if not (student.family.fused and student.act.kind == "pl"
                 and isinstance(teacher, Teacher)):
             return None
-        k = teacher.k
-        if teacher.kind == "additive":
-            g = teacher.link
+        k, tu = teacher.k, teacher.units()
+        if tu is None:
+            return None
+        if tu.kind == "link":
+            g = tu.link
             tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
             tal, tbe = np.ones(k), np.zeros(k)
             tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
@@ -275,12 +355,11 @@ class _Fused:
             big = np.maximum(np.abs(H), np.abs(dH))
             L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
             ttol = _link_target(g)
-        elif teacher.kind == "network" and teacher.activation.kind == "pl":
-            act = teacher.activation
-            tth = np.ascontiguousarray(teacher.theta, dtype=np.float64)
-            tal = np.ascontiguousarray(teacher.alpha, dtype=np.float64)
-            tbe = np.ascontiguousarray(teacher.bias, dtype=np.float64)
-            tp, tq = np.full(k, float(act.p)), np.full(k, float(act.q))
+        elif tu.kind == "pl":
+            tth = np.ascontiguousarray(tu.theta, dtype=np.float64)
+            tal = np.ascontiguousarray(tu.al, dtype=np.float64)
+            tbe = np.ascontiguousarray(tu.be, dtype=np.float64)
+            tp, tq = tu.p.astype(np.float64), tu.q.astype(np.float64)
             tpl = True
             H = dH = L1 = np.zeros(0)
             ttol = 0.0
@@ -299,52 +378,38 @@ class _Fused:
                              st.intercept, *self.tables, ga, gW, gb)
         return float(L), Params(ga, gW, gb, float(gc)), q
 
-    def integrate_gd(self, p0: Params, rec, VY, cfg, kappa, ma, mb, mc):
-        """:func:`_integrate` for method "gd" with the updates between snapshots in numba."""
-        _fk = self._fk
-        lr, max_updates, max_time = cfg["lr"], cfg["max_updates"], cfg["max_time"]
-        loss_target, schedule = cfg["loss_target"], cfg["schedule"]
-        L, g, _ = self.evaluate(p0)
-        losses, ns, ts = [L], [0], [0.0]
-        bound = cfg["explode"] * max(L, VY)
-        rec.add(0, 0.0, p0, L)
-        h = lr * kappa
-        a, W, b, c = p0.a.copy(), p0.W.copy(), p0.b.copy(), p0.c
-        ga, gW, gb, gc = g.a.copy(), g.W.copy(), g.b.copy(), g.c
-        n, t, ngrad = 0, 0.0, 1
-        status = "horizon"
-        st = self.student
-        if loss_target > 0 and 2 * L / VY <= loss_target:
-            status = "converged"
-        else:
-            early = sorted(e for e in schedule.early if e > 0)
-            while n < max_updates and t < max_time:
-                nxt = (n // schedule.every + 1) * schedule.every
-                nxt = min([nxt] + [e for e in early if e > n])
-                nmax = min(nxt, max_updates) - n
-                buf_l, buf_t = np.empty(nmax), np.empty(nmax)
-                done, code, c, L, gc, t = _fk.pl_gd(
-                    nmax, t, lr, h, h * ma, h * mb, h * mc, max_time, bound, VY, loss_target,
-                    self.p, self.q, self.s, a, W, b, float(c), L, st.bias, st.intercept,
-                    *self.tables, ga, gW, gb, float(gc), buf_l, buf_t)
-                ngrad += done + (1 if code == _fk.DIVERGED else 0)
-                losses.extend(buf_l[:done].tolist())
-                ts.extend(buf_t[:done].tolist())
-                ns.extend(range(n + 1, n + done + 1))
-                n += done
-                if code in (_fk.DIVERGED, _fk.DIVERGED_STEP):
-                    status = "diverged"
-                    break
-                if n in schedule:
-                    rec.add(n, t, Params(a, W, b, c), L)
-                if code == _fk.CONVERGED:
-                    status = "converged"
-                    break
-                if done < nmax:          # stopped by max_time
-                    break
-        p = Params(a, W, b, c)
-        rec.add(n, t, p, L)
-        return p, L, n, t, status, losses, ns, ts, ngrad, 0
+
+class FusedGD(Stepper):
+    """Fixed-step GD of a PL student with the updates between two snapshots in one call of the
+    fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`)."""
+
+    def __init__(self, problem, recorder, fused: _Fused, rates: dict, kappa: float):
+        super().__init__(problem, recorder)
+        self.fz, h = fused, problem.lr * kappa
+        self.h = (h, h * rates["a"], h * rates["b"], h * rates["c"])
+        g, p = self.g, self.p
+        self.p = Params(p.a.copy(), p.W.copy(), p.b.copy(), p.c)      # updated in place
+        self.g = Params(g.a.copy(), g.W.copy(), g.b.copy(), g.c)
+
+    def _step_impl(self, nmax):
+        fz, pr, st = self.fz, self.problem, self.fz.student
+        _fk = fz._fk
+        p, g = self.p, self.g
+        buf_l, buf_t = np.empty(nmax), np.empty(nmax)
+        done, code, c, L, gc, t = _fk.pl_gd(
+            nmax, self.t, pr.lr, *self.h, pr.max_time, self.bound, pr.VY, pr.loss_target,
+            fz.p, fz.q, fz.s, p.a, p.W, p.b, float(p.c), self.L, st.bias, st.intercept,
+            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t)
+        self.grad_evals += done + (1 if code == _fk.DIVERGED else 0)
+        self.losses.extend(buf_l[:done].tolist())
+        self.ts.extend(buf_t[:done].tolist())
+        self.ns.extend(range(self.n + 1, self.n + done + 1))
+        self.n += done
+        self.p, self.g, self.L, self.t = Params(p.a, p.W, p.b, c), Params(g.a, g.W, g.b, gc), L, t
+        if code in (_fk.DIVERGED, _fk.DIVERGED_STEP):
+            self.status = "diverged"
+        elif code == _fk.CONVERGED:
+            self.status = "converged"
 
 
 def train(student: Student, params: Params, teacher, *, method: str = "flow",
@@ -409,17 +474,23 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
         def evaluate(q):
             return fam.evaluate(q, teacher, rtol)
 
-    def step(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
+    def axpy(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
         return fam.axpy(q, g, h * kappa, rates)
 
     t0 = time.perf_counter()
     rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=fam.fields)
-    if fz is not None and method == "gd":
-        p, L, n, t, status, losses, ns, ts, ngrad, forced = fz.integrate_gd(
-            params, rec, VY, cfg, kappa, rates["a"], rates["b"], rates["c"])
+    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, cfg["lr"], cfg["max_updates"],
+                      cfg["max_time"], cfg["loss_target"], cfg["explode"], cfg["schedule"])
+    if method == "flow":
+        run = AdaptiveEuler(problem, rec, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
+                            h_max=cfg["h_max"])
+    elif fz is not None:
+        run = FusedGD(problem, rec, fz, rates, kappa)
     else:
-        p, L, n, t, status, losses, ns, ts, ngrad, forced = _integrate(
-            evaluate, step, fam.diff_norm, params, rec, VY, cfg)
+        run = FixedStepGD(problem, rec)
+    run.run()
+    p, status, ngrad, forced = run.p, run.status, run.grad_evals, run.forced_steps
+    losses, ns, ts = run.losses, run.ns, run.ts
     sn, st, snaps = rec.arrays()
     info = dict(method=method, lr=cfg["lr"], **fam.train_info(cfg, rates), eps=cfg["eps"],
                 h0=cfg["h0"], h_min=cfg["h_min"], h_max=cfg["h_max"],

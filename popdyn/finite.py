@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from . import _validate as V
-from .dynamics import Schedule, Trajectory
+from .dynamics import FixedStepGD, Problem, Schedule, Trajectory, _Recorder
 from .models import Params, Student
 from .objective import _check as _check_pop
 from .objective import population_loss
@@ -215,34 +215,25 @@ def train_finite(student: Student, params: Params, teacher, *, n_samples: int | 
     schedule = Schedule() if schedule is None else schedule
     if not isinstance(schedule, Schedule):
         raise TypeError("`schedule` must be a popdyn.Schedule")
-    if not student.bias:
-        mb = 0.0
-    if not student.intercept:
-        mc = 0.0
-    kappa = 1.0 if student.scaling == "standard" else float(student.m)
+    fam = student.family
+    rates = fam.rates(ma, mb, mc)
+    kappa, _ = fam.clock()
     VY = teacher.variance
     if not VY > 0:
         raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
 
     t0 = time.perf_counter()
-    snaps = {"n": [], "t": [], "a": [], "W": [], "b": [], "c": []}
-    records = []
-
-    def record(nn, tt, p, Ln):
-        if snaps["n"] and snaps["n"][-1] == nn:
-            return
-        snaps["n"].append(nn); snaps["t"].append(tt)
-        snaps["a"].append(p.a.copy()); snaps["W"].append(p.W.copy())
-        snaps["b"].append(p.b.copy()); snaps["c"].append(p.c)
-        rec = {}
-        if population:
-            rec["population_loss"] = population_loss(student, p, teacher)
-            rec["empirical_loss"] = Ln
-        if recorder is not None:
-            rec.update(recorder(student, p, teacher, n=nn, t=tt, loss=Ln))
-        if population or recorder is not None:
-            records.append(rec)
+    rec_fn = None
+    if population or recorder is not None:
+        def rec_fn(st, p, T, *, n, t, loss):
+            out = {}
+            if population:
+                out["population_loss"] = population_loss(student, p, teacher)
+                out["empirical_loss"] = loss
+            if recorder is not None:
+                out.update(recorder(student, p, teacher, n=n, t=t, loss=loss))
+            return out
 
     def grad_on(p, idx):
         Xb, yb = (X, y) if idx is None else (X[idx], y[idx])
@@ -252,63 +243,62 @@ def train_finite(student: Student, params: Params, teacher, *, n_samples: int | 
             g = Params(g.a + wd * p.a, g.W + wd * p.W, g.b + (wd * p.b if student.bias else 0.0), g.c)
         return L, g
 
-    def full_loss(p):
-        r = _forward(student, p, X)[2] - y
-        return 0.5 * float(r @ r) / n
-
-    p = params
-    L, g = grad_on(p, None) if method == "gd" else (full_loss(p), None)
-    losses, ns, ts = [L], [0], [0.0]
-    bound = explode * max(L, VY)
-    record(0, 0.0, p, L)
-    nn, tt = 0, 0.0
-    status = "horizon"
-    perm, pos = None, n
-    h = lr * kappa
-    if loss_target > 0 and 2 * L / VY <= loss_target:
-        status = "converged"
+    if method == "gd":
+        def evaluate(p):
+            return (*grad_on(p, None), p)
     else:
-        while nn < max_updates and tt < max_time:
-            if method != "gd":
-                if pos >= n:
-                    perm, pos = rng.permutation(n), 0
-                idx = perm[pos:pos + batch_size]
-                pos += batch_size
-                _, g = grad_on(p, idx)
-            q = Params(p.a - (h * ma) * g.a, p.W - h * g.W, p.b - (h * mb) * g.b, p.c - (h * mc) * g.c)
-            if noise > 0:
-                q = Params(q.a + noise * np.sqrt(h * ma) * rng.standard_normal(q.a.shape),
-                           q.W + noise * np.sqrt(h) * rng.standard_normal(q.W.shape),
-                           q.b + (noise * np.sqrt(h * mb) * rng.standard_normal(q.b.shape)
-                                  if student.bias else 0.0),
-                           q.c + (noise * np.sqrt(h * mc) * float(rng.standard_normal())
-                                  if student.intercept else 0.0))
-            if not q.is_finite():
-                status = "diverged"
-                break
-            if method == "gd":
-                Lq, gq = grad_on(q, None)
-            else:
-                Lq, gq = full_loss(q), None
-            if not (np.isfinite(Lq) and Lq <= bound):
-                status = "diverged"
-                break
-            p, L, g = q, Lq, gq
-            nn += 1
-            tt += lr
-            losses.append(L); ns.append(nn); ts.append(tt)
-            if nn in schedule:
-                record(nn, tt, p, L)
-            if loss_target > 0 and 2 * L / VY <= loss_target:
-                status = "converged"
-                break
-    record(nn, tt, p, L)
-    snapshots = {"a": np.array(snaps["a"]), "W": np.array(snaps["W"]), "b": np.array(snaps["b"]),
-                 "c": np.array(snaps["c"])}
+        def evaluate(p):
+            r = _forward(student, p, X)[2] - y
+            return 0.5 * float(r @ r) / n, None, p
+
+    def axpy(p, g, hh):
+        return fam.axpy(p, g, hh * kappa, rates)
+
+    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, lr, max_updates, max_time,
+                      loss_target, explode, schedule)
+    rec = _Recorder(schedule, rec_fn, student, teacher)
+    if method == "gd":
+        run = FixedStepGD(problem, rec)
+    else:
+        run = MinibatchSGD(problem, rec, grad_on=grad_on, rng=rng, n=n, batch_size=batch_size,
+                           noise=noise, h=lr * kappa, rates=rates, student=student)
+    run.run()
+    sn, st, snaps = rec.arrays()
     info = dict(method=method, lr=lr, n_samples=n, seed=seed, batch_size=batch_size, noise=noise,
-                weight_decay=wd, label_noise=label_noise, head_lr_mult=ma, bias_lr_mult=mb,
-                intercept_lr_mult=mc, max_updates=max_updates, max_time=max_time,
+                weight_decay=wd, label_noise=label_noise, head_lr_mult=rates["a"],
+                bias_lr_mult=rates["b"], intercept_lr_mult=rates["c"], max_updates=max_updates,
+                max_time=max_time,
                 loss_target=loss_target, wall_time=time.perf_counter() - t0, finite_sample=True)
-    return Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses),
-                      np.array(snaps["n"], dtype=np.int64), np.array(snaps["t"]), snapshots,
-                      status, p, VY, records, info)
+    return Trajectory(np.array(run.ns, dtype=np.int64), np.array(run.ts), np.array(run.losses),
+                      sn, st, snaps, run.status, run.p, VY, rec.records, info)
+
+
+class MinibatchSGD(FixedStepGD):
+    """Minibatch SGD (``noise`` = 0) and noisy SGD (module docstring): each proposal takes the
+    gradient on the next batch of a fresh permutation per epoch (the training stream ``rng``),
+    plus σ√η_g ξ per group when ``noise`` > 0; the evaluation is the full-sample loss."""
+
+    def __init__(self, problem, recorder, *, grad_on, rng, n, batch_size, noise, h, rates,
+                 student):
+        super().__init__(problem, recorder)
+        self.grad_on, self.rng, self.n_samples, self.batch_size = grad_on, rng, n, batch_size
+        self.noise, self.h, self.rates, self.student = noise, h, rates, student
+        self.perm, self.pos = None, n
+
+    def _propose(self):
+        if self.pos >= self.n_samples:
+            self.perm, self.pos = self.rng.permutation(self.n_samples), 0
+        idx = self.perm[self.pos:self.pos + self.batch_size]
+        self.pos += self.batch_size
+        _, g = self.grad_on(self.p, idx)
+        q = self.problem.axpy(self.p, g, self.problem.lr)
+        if self.noise > 0:
+            noise, h, rng, st = self.noise, self.h, self.rng, self.student
+            ma, mb, mc = self.rates["a"], self.rates["b"], self.rates["c"]
+            q = Params(q.a + noise * np.sqrt(h * ma) * rng.standard_normal(q.a.shape),
+                       q.W + noise * np.sqrt(h) * rng.standard_normal(q.W.shape),
+                       q.b + (noise * np.sqrt(h * mb) * rng.standard_normal(q.b.shape)
+                              if st.bias else 0.0),
+                       q.c + (noise * np.sqrt(h * mc) * float(rng.standard_normal())
+                              if st.intercept else 0.0))
+        return q, self.problem.lr

@@ -10,7 +10,6 @@ import numpy as np
 
 from . import _validate as V
 from . import family as _family
-from . import multi_index as _mi
 from ._moments import moments as _moments, value_moments as _value_moments
 from .activations import Activation, get_activation
 from .family import RefitProblem
@@ -255,7 +254,8 @@ class RidgeFamily:
     :mod:`popdyn.objective`).
 
     Moments come from :mod:`popdyn._moments` (ridge teachers: additive links and networks) and
-    :mod:`popdyn.multi_index` (multi-index / gated teachers).
+    the teacher's ``cross`` (:mod:`popdyn.teachers`: Hermite-tensor sums for multi-index / gated
+    teachers).
     """
 
     name = "ridge"
@@ -294,8 +294,6 @@ class RidgeFamily:
         st = self.student
         if need == "student" or teacher is None:
             return _moments(st, params, None, rtol=tol, grad=False, cross=False)
-        if teacher.kind == "multi_index":
-            return _mi.ridge_moments(st, params, teacher, tol, grad=need == "grad")
         if need == "values":
             return _value_moments(st, params, teacher, rtol=tol)
         return _moments(st, params, teacher, rtol=tol, grad=need == "grad")

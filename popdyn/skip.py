@@ -43,7 +43,7 @@ import numpy as np
 
 from . import family as _family
 from ._hermite import unit_coefficients
-from ._moments import UnitSet, cross_moments, student_units, teacher_units
+from ._moments import UnitSet, student_units
 from .models import Params, RidgeFamily
 
 
@@ -79,12 +79,12 @@ class SkipFamily(RidgeFamily):
         hit = self._tau.get(id(teacher))
         if hit is not None and hit[0] is teacher:
             return hit[1]
-        if teacher.kind == "multi_index":
+        if not teacher.ridge:
             raise ValueError("skip students (skip=True) support additive and network teachers; "
                              "multi-index (gated) teachers are not implemented")
         d = self.student.d
         lin = UnitSet("pl", np.ones(d), np.zeros(d), np.eye(d), np.zeros(d), np.ones(d))
-        Ct = cross_moments(lin, teacher_units(teacher), tol)[0]
+        Ct = teacher.cross(lin, tol)[0]
         tau = Ct @ teacher.weights
         if len(self._tau) > 8:
             self._tau.clear()

@@ -28,7 +28,7 @@ E_ij = E[σ'_iσ_j(v_i·x)] = δ_i M^{20}_ij + GV_ji M^{11}_ij.
 
 Teacher terms use Stein on the student side only, so that the teacher enters through
 E[σ^{(p)}_j D y] for y, its gradient and its Hessian applied to v_j, each a generalized
-Mehler sum (MI-1) of :mod:`popdyn.multi_index` (additive links, network units and
+Mehler sum (MI-1) of :mod:`popdyn.teachers.multi_index` (additive links, network units and
 multi-index tensors alike):
 
     E[y φ_j]              = E[σ_j ∂_{v_j} y] + δ_j E[y σ'_j]
@@ -61,7 +61,7 @@ from . import family as _family
 from ._hermite import _rule_cached, unit_coefficients
 from ._kernels import swiglu as _ks
 from .models import ParamArrays, init_width
-from .multi_index import HermiteTensor
+from ._moments import teacher_cache
 from .teachers import Teacher
 
 _EPS = np.finfo(np.float64).eps
@@ -354,18 +354,6 @@ def _smallest_order(T, nmin, seq_tol, pair_tol, K, n_enough=None):
     return best
 
 
-def _effective_degree(shell_norms, tail2, energy):
-    """Largest n whose Hermite shell norm exceeds 1e−17·‖y‖, or None when the stored shells or
-    the tail beyond them do not fall below that level (slowly decaying teachers)."""
-    thr = 1e-17 * math.sqrt(max(energy, 1e-300))
-    if math.sqrt(max(tail2, 0.0)) > thr:
-        return None
-    big = np.flatnonzero(np.asarray(shell_norms) > thr)
-    if big.size and big[-1] == len(shell_norms) - 1:
-        return None
-    return int(big[-1]) if big.size else 0
-
-
 def _teacher_needs(teacher):
     """(n_enough, seq_tol) for the SiLU order.  A teacher whose Hermite shells beyond degree D
     are below 1e−17 of its norm (polynomials; GELU gates, silu/bump/sine/damped-cubic links,
@@ -373,73 +361,28 @@ def _teacher_needs(teacher):
     than 1e−17·‖y‖·‖T^{(p)}‖, Cauchy–Schwarz per shell) or once the SiLU sequences have converged
     to ``seq_tol``, whichever comes first; others (relu/abs/tanh gates and links, network units)
     need the sequences converged."""
-    key = "swiglu_needs"
-    if key not in teacher._cache:
-        D = None
-        if teacher.kind == "multi_index":
-            F = teacher.index.tensor
-            if F.polynomial:
-                D = F.degree
-            else:
-                deg = F.idx.sum(axis=1)
-                shells = np.zeros(int(deg.max()) + 1)
-                np.add.at(shells, deg, F.val ** 2)
-                D = _effective_degree(np.sqrt(shells), F.tail2, F.energy + F.tail2)
-        elif teacher.kind == "additive":
-            lk = teacher.link
-            if lk.p == 0.0 and lk.is_polynomial:
-                D = max(lk.N_tab, 1)
-            elif lk.p == 0.0:
-                c = lk.coefficients_full(lk.N_tab)
-                D = _effective_degree(np.abs(c), float(lk.t2[-1]), lk.second_moment)
-        teacher._cache[key] = (None, _SEQ_TOL) if D is None else (D + 3, _SEQ_TOL)
-    return teacher._cache[key]
+    c = teacher_cache(teacher)
+    if "swiglu_needs" not in c:
+        D = teacher.hermite_degree()
+        c["swiglu_needs"] = (None, _SEQ_TOL) if D is None else (D + 3, _SEQ_TOL)
+    return c["swiglu_needs"]
 
 
 # ---------------------------------------------------------------------------- teacher terms
 def _teacher_terms(teacher, N):
     """[(weight, B (k_t, d) orthonormal rows, HermiteTensor)]: y = Σ weight·G_t(B x)."""
+    c = teacher_cache(teacher)
     key = ("swiglu_terms", N)
-    if key in teacher._cache:
-        return teacher._cache[key]
-
-    def one_d(c):
-        c = np.asarray(c, dtype=np.float64)
-        nz = np.flatnonzero(c != 0.0)
-        if nz.size == 0:
-            nz = np.zeros(1, dtype=np.int64)
-        return HermiteTensor(nz[:, None].astype(np.int64), c[nz].copy(), 1)
-
-    terms = []
-    if teacher.kind == "multi_index":
-        terms.append((float(teacher.weights[0]), teacher.U, teacher.index.tensor))
-    elif teacher.kind == "additive":
-        lk = teacher.link
-        if lk.p == 0.0 and lk.is_polynomial:
-            Nk = max(lk.N_tab, 1)
-        elif lk.is_polynomial:
-            Nk = N + 3
-        else:
-            Nk = min(N + 3, lk.N_tab)
-        F = one_d(lk.coefficients_full(Nk))
-        for k in range(teacher.k):
-            terms.append((float(teacher.weights[k]), teacher.U[k:k + 1], F))
-    else:
-        act = teacher.activation
-        al, be, th = teacher.alpha, teacher.bias, teacher.theta
-        if act.kind == "pl":
-            uc = unit_coefficients("pl", al, be, p=act.p, q=act.q, n=N + 3)
-        else:
-            uc = unit_coefficients("smooth", al, be, code=act.code, n=N + 3, rtol=1e-16)
-        for k in range(teacher.k):
-            terms.append((float(teacher.weights[k]), th[k:k + 1], one_d(uc.S[k, :N + 4])))
+    if key in c:
+        return c[key]
+    terms = teacher.hermite_terms(N)
     out = []
     for w, B, F in terms:
         kt = F.k
         d1 = [F.derivative(l) for l in range(kt)]
         d2 = [[d1[l].derivative(l2) for l2 in range(kt)] for l in range(kt)]
         out.append((w, np.ascontiguousarray(B), F, d1, d2))
-    teacher._cache[key] = out
+    c[key] = out
     return out
 
 

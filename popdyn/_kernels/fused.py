@@ -21,7 +21,7 @@ Student–student moments: :func:`popdyn._kernels.plmoments.pl_self_moments`; PL
 student units' canonical forms computed once per step); Hermite cross moments: the closed-form unit
 coefficients :func:`popdyn._kernels.hermite.pl_coeffs` to the link's order N and the Mehler
 sums :func:`popdyn._kernels.mehler.mehler` — exactly the kernels, orders and tolerances of the
-general path (:mod:`popdyn._moments`, :mod:`popdyn._hermite_bridge`), so the two agree to
+general path (:mod:`popdyn._moments`), so the two agree to
 rounding (tests/popdyn/test_fused.py compares them, and the integrators' trajectories).
 
 References
@@ -370,7 +370,8 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
           ga, gW, gb, gc, losses, times):
     """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
 
-    Mirrors :func:`popdyn.dynamics._integrate` (method "gd") exactly: an update is taken while
+    The ``_step_impl`` of :class:`popdyn.dynamics.FusedGD`, with the rules of
+    :class:`popdyn.dynamics.FixedStepGD` exactly: an update is taken while
     t < ``max_time``; a non-finite proposal, a non-finite loss or gradient, or L > ``bound`` ends
     the loop with DIVERGED (DIVERGED_STEP when the proposal was not evaluated) and leaves the last
     accepted state in place; 2L/V_Y ≤ ``loss_target`` (0 disables) ends it with CONVERGED.  The

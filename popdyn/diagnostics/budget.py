@@ -74,12 +74,12 @@ def coefficient_form(student, params):
 def teacher_budget(teacher) -> float:
     """‖κ‖₂: the teacher's coefficient norm on unit-direction features (additive: ``weights``;
     network: |v_i|·‖(u_i, b*_i)‖).  ``ValueError`` for teachers without such coefficients."""
-    kind = getattr(teacher, "kind", None)
-    w = getattr(teacher, "weights", None)
-    if kind == "additive" and w is not None:
-        return float(np.linalg.norm(w))
+    units = teacher.units()
+    if units is not None and units.kind == "link":          # additive: unit-direction links
+        return float(np.linalg.norm(teacher.weights))
     raise ValueError(f"`budget`='teacher' needs an additive teacher (its weights κ are the "
-                     f"coefficients of unit-direction links), got kind={kind!r}; give a number")
+                     f"coefficients of unit-direction links), got {type(teacher).__name__}; "
+                     "give a number")
 
 
 def _check_budget(budget):
@@ -156,7 +156,7 @@ def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
         raise TypeError(f"`intercept` must be a bool, got {intercept!r}")
     if intercept:
         return [refit_risk(S, p, teacher, kind="bounded", budget=B, rtol=rtol) for S, p in forms]
-    if teacher.kind == "multi_index":
+    if not teacher.ridge:
         raise ValueError("`intercept`=False is implemented for additive and network teachers of "
                          "ReLU-family students only")
     out = []

@@ -9,7 +9,7 @@ callable that :func:`popdyn.train` calls at every snapshot; its flat dict of sca
 The moments come from the same code paths as the public functions: the student family's
 ``moments(..., need="values")`` (:mod:`popdyn.family`), its ``agop`` and ``refit_problem``.
 Ridge students get the engine's value moments (C, B, μ0, Ct; against multi-index teachers the
-moments of :func:`popdyn.multi_index.ridge_moments`); SwiGLU students one evaluation of
+moments of the multi-index teacher's ``cross``); SwiGLU students one evaluation of
 :func:`popdyn.swiglu.moments` (refit kinds ``unrestricted``, ``same_budget``, ``bounded``;
 ``projected`` is not defined for SwiGLU and raises ``ValueError``).  A family's
 ``geometry_kind`` selects the neuron geometry (angle histograms) or the gate geometry

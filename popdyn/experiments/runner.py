@@ -409,7 +409,7 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
         except Exception as exc:
             out["loss_error"] = f"{type(exc).__name__}: {exc}"
     unsupported = (f"{fam.label} students" if not ridge else
-                   "multi-index (gated) teachers" if teacher.kind == "multi_index" else None)
+                   "multi-index (gated) teachers" if not teacher.ridge else None)
     for kind in dg.get("certify_kinds", ["same_budget"]):
         if unsupported:
             out[f"refit_{kind}_error"] = ("not certified: certify.refit_risk does not support "

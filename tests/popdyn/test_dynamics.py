@@ -113,3 +113,35 @@ def test_recorder_called_at_snapshots(small):
                       schedule=popdyn.Schedule(every=5, early=(1,)), recorder=rec)
     assert seen == [0, 1, 5, 10, 12] == list(tr.snap_n)
     assert [r["L"] for r in tr.records] == [tr.loss[n] for n in tr.snap_n]
+
+
+def test_stepper_template_owns_n_t_status_and_counters():
+    """The scipy-style stepper: a frozen Problem, ``step()`` advancing to the next snapshot count
+    and owning n, t, status and counters, identical to ``popdyn.train`` bit for bit."""
+    import dataclasses
+
+    from popdyn.dynamics import FixedStepGD, Problem, Schedule, _Recorder
+
+    T = popdyn.Teacher.additive("h2", np.eye(4)[:1])
+    S = popdyn.Student(4, 3, activation="tanh")
+    p = S.init(0, 0.5, T)
+    fam, sch = S.family, Schedule(every=5, early=(1, 2))
+    tr = popdyn.train(S, p, T, method="gd", lr=0.05, max_updates=12, schedule=sch)
+    rates = fam.rates(1.0, 1.0, 1.0)
+    prob = Problem(lambda q: fam.evaluate(q, T, 1e-10), lambda q, g, h: fam.axpy(q, g, h, rates),
+                   fam.diff_norm, p, T.variance, 0.05, 12, np.inf, 0.0, 1e6, sch)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prob.lr = 0.1
+    run = FixedStepGD(prob, _Recorder(sch, None, S, T))
+    seen = []
+    while run.status == "running":
+        seen.append((run.step(), run.n))
+    assert [n for _, n in seen] == [1, 2, 5, 10, 12]
+    assert [s for s, _ in seen] == ["running"] * 4 + ["horizon"]
+    with pytest.raises(RuntimeError, match="finished run"):
+        run.step()
+    run.run()
+    assert np.array(run.losses).tobytes() == tr.loss.tobytes()
+    assert np.array(run.ts).tobytes() == tr.t.tobytes()
+    assert run.grad_evals == tr.info["grad_evals"] == 13 and run.t == tr.t[-1]
+    assert list(run.rec.arrays()[0]) == list(tr.snap_n) == [0, 1, 2, 5, 10, 12]

@@ -63,3 +63,46 @@ def test_no_dispatch_on_module_names_or_attributes(pkg):
                         if any(re.search(p, line) for p in pats):
                             hits.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")
     assert not hits, hits
+
+
+#: teacher dispatch the teacher protocol replaced (issue 18): the engine, families and
+#: diagnostics ask a teacher (``units``, ``cross``, ``hermite_terms``, ``ridge``), never its kind
+#: string, and never write a cache into it
+TEACHER_FORBIDDEN = [r"\bteacher\.kind\b", r"\bT\.kind\b", r"kind == \"multi_index\"",
+                     r"\.kind (==|!=|in|not in) \(?\"(additive|network|multi_index)\"",
+                     r"getattr\(teacher, \"kind\"", r"teacher\._cache", r"\._cache\["]
+
+
+def test_no_dispatch_on_teacher_kinds():
+    hits = []
+    for root, _, files in os.walk(os.path.join(ROOT, "popdyn")):
+        for f in files:
+            path = os.path.join(root, f)
+            if not f.endswith(".py") or os.sep + "teachers" + os.sep in path:
+                continue      # a kind's own module may name its kind
+            with open(path, encoding="utf-8") as fh:
+                for i, line in enumerate(fh, 1):
+                    if any(re.search(p, line) for p in TEACHER_FORBIDDEN):
+                        hits.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")
+    assert not hits, hits
+
+
+def test_teacher_kinds_implement_the_protocol():
+    import numpy as np
+    from popdyn import Teacher
+    from popdyn._moments import _TEACHER_CACHE, student_units
+    U = np.eye(4)[:2]
+    kinds = [Teacher.additive("h2", U), Teacher.network("tanh", np.ones(2), 1.5 * U),
+             Teacher.gated("relu", U), Teacher.multi_index({(1, 1): 1.0}, U)]
+    S = popdyn.Student(4, 3, activation="relu")
+    su = student_units(S, S.init(0, 0.5, kinds[0]))
+    for T in kinds:
+        assert "_cache" not in vars(T)
+        assert T.ridge == (T.units() is not None)
+        Ct = T.cross(su, 1e-10)[0]
+        assert Ct.shape[0] == 3 and np.all(np.isfinite(Ct))
+        assert T.variance > 0 and T in _TEACHER_CACHE        # the engine holds the cache
+        terms = T.hermite_terms(8)
+        assert terms and all(B.shape[1] == 4 for _, B, _ in terms)
+        assert type(T.normalized()) is type(T)
+        assert T.normalized().describe()["kind"] == T.describe()["kind"] == T.kind

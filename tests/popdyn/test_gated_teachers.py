@@ -1,11 +1,11 @@
-"""Gated / multi-index teachers (popdyn.multi_index): moments, API, ordinary students, errors."""
+"""Gated / multi-index teachers (popdyn.teachers.multi_index, popdyn.teachers.gated): moments, API, ordinary students, errors."""
 import mpmath
 import numpy as np
 import pytest
 
 import popdyn
 from popdyn import Student, Teacher
-from popdyn.multi_index import GATES
+from popdyn.teachers import GATES
 
 D = 5
 Q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((D, D)))
