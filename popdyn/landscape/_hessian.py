@@ -205,6 +205,7 @@ def supported(student, teacher) -> tuple:
     """(True, "") if the closed forms of this module apply to (student, teacher), else
     (False, reason)."""
     from ..teachers import Teacher
+    from ..teachers.network import NetworkTeacher
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")
@@ -213,10 +214,9 @@ def supported(student, teacher) -> tuple:
                        "students with biases are not supported yet")
     if not isinstance(teacher, Teacher):
         return False, f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}"
-    if teacher.kind != "network" or teacher.activation.kind != "pl":
+    if not isinstance(teacher, NetworkTeacher) or teacher.activation.kind != "pl":
         return False, ("the exact Hessian needs a relu / leaky_relu network teacher "
-                       "(popdyn.Teacher.network); got a teacher of kind "
-                       f"{teacher.kind!r}")
+                       f"(popdyn.Teacher.network); got a {type(teacher).__name__}")
     if np.any(teacher.bias != 0):
         return False, "the exact Hessian needs a teacher without biases"
     if teacher.d != student.d:
