@@ -1,25 +1,36 @@
-"""Soundness soak of the certified brackets (issue 19): random configurations against an
-independent mpmath reference.
+"""Soundness soak of the certified brackets and of the float rtol contract (issue 19): random
+configurations against an independent mpmath reference.
 
-Usage: python benchmarks/soak_certify.py [--cases N] [--seed S] [--dps D] [--json PATH]
+Usage: python benchmarks/soak_certify.py [--cases N] [--seed S] [--start K] [--dps D]
+       [--rule trapezoid|quad] [--json PATH]
 
 Each case draws (numpy Generator seeded by seed + case index, so a case is reproducible alone):
 an activation (relu, leaky_relu, silu, gelu, tanh, erf), a teacher family (additive h2, relu,
-sin, h3+0.3h2, abs; networks relu and tanh; gated
-teachers, which have no certified bracket for ordinary students and count as refusals), d = 2,
-m = 2 or 3 and a geometry: random, duplicated, antiparallel, a zero neuron, a tiny neuron
-(|w| = 1e−7 with a bias), large weights (|w| up to 20, |b| up to 3).  It brackets the loss,
-E[y], V_Y, the AGOP alignment (a_top, a_min, a_mean) and the unrestricted, same_budget and
-bounded (B = ½) refits with certify, and compares every bracket with the reference of
-data/_precompute/smooth_refs.py (tests/certify/_ref.py: 2-D mpmath quadrature at ``--dps``
-digits, sharing no code or method with popdyn or certify).  The float engine's loss is
-compared with its own stated error (``population_loss(..., full_output=True)['error']``) and
-its AGOP eigenvalues with rtol = 1e−10 relative to λ_1.
+sin, h3+0.3h2, abs; networks relu and tanh; gated teachers, the gate cycling through tanh,
+relu, gelu, id, rotation with the case index), d = 2, m = 2 or 3 and a geometry: random,
+duplicated, antiparallel, a zero neuron, a tiny neuron (|w| = 1e−7 with a bias), large weights
+(|w| up to 20, |b| up to 3).  It brackets the loss, E[y], V_Y, the AGOP alignment (a_top,
+a_min, a_mean) and the unrestricted, same_budget and bounded (B = ½) refits with certify, and
+checks the float engine's rtol contract (popdyn.accuracy) at rtol = 1e−10 and 1e−12: the loss
+and the AGOP eigenvalues within rtol (plus the stated rounding floor) of the reference, or an
+AccuracyWarning; the loss also within its stated error.
+
+The reference (data/_precompute/smooth_refs.py on tests/certify/_ref.py; gated teachers:
+``_gated_reference``, Stein's lemma E[σ(w·x + b)F(s)t] = (w·u₂)E[σ′(w·x + b)F(s)] and the same
+pairs) shares no code or method with popdyn or certify: 2-D Gaussian integrals as an outer
+mpmath quadrature of one unit times the textbook conditional mean of the other.  Pairs of two
+tanh / silu functions (no closed conditional mean) use, with ``--rule trapezoid`` (default), a
+nested trapezoidal rule whose node spacings come from the Trefethen–Weideman strip bound with
+explicit bounds of |tanh|, |silu| and their derivatives on the strips (``_ref._nested_trapezoid``;
+total bound below 10^−(dps+3) relative, checked); ``--rule quad`` is the former tanh–sinh inside
+tanh–sinh (minutes per pair).  Default ``--dps 20`` (working precision dps + 15, moments good
+to ~10^−(dps+3), i.e. 1e−23: far below the bracket widths tested, ≥ 1e−16 relative); tiny-neuron
+cases run 10 digits higher because their centered Gram has eigenvalues ~1e−20 that the refit
+reference must resolve.  Comparisons at 60 digits.
 
 Printed: cases, brackets checked, violations (a reference outside a bracket; must be 0),
-refusals by message, float values outside their stated error, wall time.  tanh / silu pairs
-at general correlation need a nested quadrature (minutes per pair at 50 digits): the soak is
-slow for them by design of the reference.
+refusals by message, float contract counts (values, AccuracyWarnings, contract violations:
+must be 0), wall time.  ``--json`` keeps running totals (an interrupted soak keeps its counts).
 """
 from __future__ import annotations
 
