@@ -98,7 +98,8 @@ def test_erf_w20_loss_flagged():
     S, p, T = SR.build("erf", case["inputs"])
     (L, info), w = _call(popdyn.population_loss, S, p, T, full_output=True)
     assert len(w) == 1 and not info["within_rtol"]
-    assert "population loss" in str(w[0].message) and "floor 1e-16" in str(w[0].message)
+    msg = str(w[0].message)
+    assert "population loss" in msg and ("floor 1e-16" in msg or "order cap 4096" in msg), msg
     assert abs(L - float(case["loss"])) > 1e-10 * abs(L)       # it is wrong, and said so
     assert abs(L - float(case["loss"])) <= info["error"]
 
