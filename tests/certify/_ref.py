@@ -343,8 +343,8 @@ def _nested_trapezoid(at1, a1, B1, at2, slope, B2, tau):
       with ∫|v| <= e^{a²/2} E[K_F(|B₁| + a₁|Z|) K_G(|B₂| + |slope||Z| + τ|W|)] <=
       e^{a²/2} K_F(|B₁| + a₁) K_G(|B₂| + |slope| + τ) (the K are affine with nonnegative
       coefficients and E[(p + α|Z|)(q + β|Z|)] <= (p + α)(q + β));
-    * the sums beyond |z| = 12 and |w| = 12 are below 4·φ(12)(1 + |·|) relative to K (ignored
-      in the bound below only because they are 1e−30 of it; they are added to it).
+    * the sums beyond |z| = L and |w| = L (L >= 12 with φ(L) < 10^−(dps+4)) are below
+      8φ(L)(1 + L)² times the K (added to the bound).
 
     The inner error enters the outer sum multiplied by at most ∫φ|F| <= K_F(|B₁| + a₁).  The
     total bound must be below 10^−(dps−12) of max(1, |value|) (else ``ArithmeticError``)."""
@@ -360,6 +360,9 @@ def _nested_trapezoid(at1, a1, B1, at2, slope, B2, tau):
     eps = target / (8 * (1 + kf))        # inner error per node
     aw = min(dG / tau, ctx.mpf(3))
     ew = ctx.exp(aw * aw / 2)
+    global _TRAP_L
+    # the truncation |·| <= L with φ(L) far below the target at this precision (L >= 12)
+    _TRAP_L = max(12, int(ctx.ceil(ctx.sqrt(2 * (ctx.dps + 4) * ctx.log(10)))) + 1)
     tail = 8 * _phi(ctx.mpf(_TRAP_L)) * (1 + _TRAP_L) ** 2
     f1 = lambda t: _num_eval(at1[1], at1[2], t)      # noqa: E731
     f2 = lambda t: _num_eval(at2[1], at2[2], t)      # noqa: E731
