@@ -160,10 +160,14 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
                                      hint="grad=False (the loss), or popdyn.population_grad")
         return _numerical_loss(student, params, teacher, prec)
     if teacher.kind not in ("network", "additive"):
-        raise CertificationError(
-            f"brackets for {teacher.kind!r} (gated / multi-index) teachers with ordinary students "
-            "are not implemented", hint="popdyn.population_loss(..., full_output=True) for the "
-            "float64 value and its error estimate")
+        # gated / multi-index teachers: the float64 engine's value ± twice its estimated error
+        # (``numerical``; docs/design.md §6)
+        if grad:
+            raise CertificationError(
+                f"the gradient against {teacher.kind!r} (gated / multi-index) teachers is not "
+                "certified", hint="grad=False (a numerical loss bracket), or "
+                "popdyn.population_grad")
+        return _numerical_loss(student, params, teacher, prec)
     covered, rigorous = pair_supported(student, teacher)
     if not (student_supported(student) and covered) or (grad and student.act.kind != "pl"):
         if grad:
@@ -241,8 +245,13 @@ def _grad(student, params, teacher, CM, s, a, c, prov):
 
 def _numerical_loss(student, params, teacher, prec):
     """Float64 engine value ± (2 × its estimated series error + 1e−13 × the loss scale)."""
+    import warnings
+
+    from popdyn.accuracy import AccuracyWarning
     fam = family_of(student)
-    L, info = population_loss(student, params, teacher, full_output=True)
+    with warnings.catch_warnings():      # the bracket below carries the estimated error
+        warnings.simplefilter("ignore", AccuracyWarning)
+        L, info = population_loss(student, params, teacher, full_output=True)
     scale = fam.loss_scale(params, teacher, fam.moments(params, teacher, need="loss"))
     err = 2.0 * float(info["error"]) + 1e-13 * scale
     if not np.isfinite(err):

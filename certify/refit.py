@@ -131,6 +131,56 @@ def _problem(student, params, teacher, prec):
     return G, g, V, CM
 
 
+class _NumericalMoments:
+    """The part of the certified-moments record the refit reads (``rigorous``, ``notes``)."""
+
+    def __init__(self, notes):
+        self.rigorous = False
+        self.notes = list(notes)
+
+
+def _multi_index_problem(student, params, teacher, prec):
+    """The refit quadratic against a gated / multi-index teacher (issue 19): G from the
+    certified student moments C, μ0 (Arb, rigorous), g from the float64 engine's cross moments
+    E[σ_j y] (:mod:`popdyn.teachers.multi_index`) as balls of radius 2·(its estimated series error) +
+    1e−13·|value| + 1e−16·max|E[σ y]|, V = V_Y ± 1e−13·E[y²]: a ``numerical`` bracket (the
+    cross moments' error is an estimate, not a bound)."""
+    import warnings
+
+    from popdyn.accuracy import AccuracyWarning
+    CMs = certified_moments(student, params, None, prec=prec, need_B=False)
+    fam = student.family
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        Mf = fam.moments(params, teacher, need="loss", tol=1e-16)
+    m = student.m
+    s = arb(1) if student.scaling == "standard" else arb(1) / m
+    G = arb_mat(m, m)
+    mu = [CMs.mu0[i, 0] for i in range(m)]
+    for i in range(m):
+        for j in range(i, m):
+            v = s * s * (CMs.C[i, j] - mu[i] * mu[j])
+            G[i, j] = v
+            G[j, i] = v
+    yv = np.asarray(Mf.Ct, dtype=float) @ np.asarray(teacher.weights, dtype=float)
+    ev = np.abs(np.asarray(Mf.errCt, dtype=float)) @ np.abs(np.asarray(teacher.weights,
+                                                                       dtype=float))
+    if not (np.all(np.isfinite(yv)) and np.all(np.isfinite(ev))):
+        raise CertificationError("the float64 cross moments with the multi-index teacher have "
+                                 "no finite error estimate", hint="popdyn.diagnostics.refit_risk")
+    floor = 1e-16 * float(np.max(np.abs(yv), initial=0.0))
+    ey = arb(float(teacher.mean), 1e-13 * abs(float(teacher.mean)) + 1e-16)
+    g = arb_mat(m, 1)
+    for i in range(m):
+        rad = 2.0 * float(ev[i]) + 1e-13 * abs(float(yv[i])) + floor
+        g[i, 0] = s * (arb(float(yv[i]), rad) - mu[i] * ey)
+    ey2 = float(teacher.second_moment)
+    V = arb(ey2, 1e-13 * ey2) - ey * ey
+    note = ("gated / multi-index teacher: E[σ_j y] from the float64 engine with twice its "
+            "estimated series error")
+    return G, g, V, _NumericalMoments(list(CMs.notes) + [note])
+
+
 def _dual_best_mu(lam, c, V, B2):
     """μ > 0 maximizing D(μ) = V − Σ c_i²/(λ_i + μ) − μB² (float64, for choosing μ only)."""
     lam = np.maximum(lam, 0.0)
@@ -264,7 +314,9 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
     covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
-    if not covered:
+    if not covered and teacher.kind == "multi_index":
+        _problem_of = _multi_index_problem      # gated / multi-index teachers: numerical
+    elif not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
     if kind == "projected":

@@ -617,10 +617,7 @@ def swiglu_refit_problem(student, params, teacher, prec):
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
     if poly is None:
-        raise CertificationError(
-            "certified SwiGLU refits cover additive teachers with polynomial links (h1…h6, "
-            "h3+0.3h2 and their sums; docs/design.md §6)",
-            hint="popdyn.swiglu.refit_risk for the float64 value")
+        return _numerical_refit_problem(student, params, teacher, prec)
     m = student.m
     Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
     G = arb_mat(m, m)
@@ -631,6 +628,62 @@ def swiglu_refit_problem(student, params, teacher, prec):
             G[j, i] = v
     g = arb_mat(m, 1, [yphi[j] - phib[j] * ey for j in range(m)])
     return G, g, ey2 - ey * ey, _SwiGLUCM()
+
+
+class _NumericalCM:
+    rigorous = False
+
+    def __init__(self, notes):
+        self.notes = list(notes)
+
+
+def _numerical_refit_problem(student, params, teacher, prec):
+    """The SwiGLU refit quadratic against a teacher outside the polynomial class (gated,
+    multi-index, non-polynomial links, networks; issue 19): G = Φ − φ̄φ̄ᵀ enclosed in Arb
+    (rigorous: student moments only), g = E[yφ] − φ̄E[y] from the float64 engine
+    (:func:`popdyn.swiglu.moments` at rtol = 1e−12) as balls of radius
+    2·(8(N + 2)u + seq_tol)·(Φ_jj E[y²])^{1/2} + 1e−13·|E[yφ_j]| (the engine's truncation and
+    rounding estimate, on the Cauchy–Schwarz scale of the entry), V = V_Y ± 1e−13·E[y²]:
+    a ``numerical`` problem (the cross moments' error is an estimate, not a bound)."""
+    from popdyn import swiglu as sw
+    m = student.m
+    geo, T, E, M, N = _setup(student, params, None, prec)
+    G, Vv = params.G, params.V
+    GV = _inner(G, Vv)
+    VV = _inner(Vv, Vv)
+    dl = [GV[j, j] for j in range(m)]
+    M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
+    Phi = arb_mat(m, m)
+    phib = []
+    for i in range(m):
+        phib.append(dl[i] * T[1][i, 0])
+        for j in range(m):
+            Phi[i, j] = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
+                         + dl[j] * GV[j, i] * M20[j, i]
+                         + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
+    Mo = sw.moments(student, params, teacher, 1e-12)
+    yphi = np.asarray(Mo.Yphi, dtype=float)
+    ey2f = float(teacher.second_moment)
+    rel = 8.0 * (Mo.N + 2) * 2.0 ** -53 + float(Mo.seq_tol)
+    if not (np.all(np.isfinite(yphi)) and Mo.converged):
+        raise CertificationError("the float64 SwiGLU cross moments did not converge",
+                                 hint="popdyn.refit_risk for the float64 value")
+    ey = arb(float(teacher.mean), 1e-13 * abs(float(teacher.mean)) + 1e-300)
+    Gm = arb_mat(m, m)
+    for i in range(m):
+        for j in range(i, m):
+            v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
+            Gm[i, j] = v
+            Gm[j, i] = v
+    g = arb_mat(m, 1)
+    for j in range(m):
+        scale = math.sqrt(max(float(Phi[j, j].mid()) + float(Phi[j, j].rad()), 0.0) * ey2f)
+        rad = 2.0 * rel * scale + 1e-13 * abs(float(yphi[j]))
+        g[j, 0] = arb(float(yphi[j]), rad) - phib[j] * ey
+    V = arb(ey2f, 1e-13 * ey2f) - ey * ey
+    note = ("SwiGLU refit against a non-polynomial teacher: E[yφ] from the float64 engine with "
+            "twice its estimated error")
+    return Gm, g, V, _NumericalCM([note])
 
 
 def swiglu_agop_enclosure(student, params, *, prec: int = 128) -> arb_mat:

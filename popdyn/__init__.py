@@ -4,9 +4,11 @@ Public API (see README.md): :class:`Student`, :class:`Params`, :class:`SwiGLUStu
 :class:`SwiGLUParams`, :class:`Teacher` (additive, network, gated, multi-index),
 :func:`population_loss`, :func:`population_grad`, :func:`train`, :class:`Trajectory`,
 :class:`Schedule`, :func:`plateau`; diagnostics :func:`agop`, :func:`alignment`,
-:func:`refit_risk` (more in :mod:`popdyn.diagnostics`).
+:func:`refit_risk` (more in :mod:`popdyn.diagnostics`); :class:`AccuracyWarning` (the float
+engine's ``rtol`` contract, :mod:`popdyn.accuracy`).
 """
 from . import family, finite, gauge, skip  # skip: registers the ``skip`` student family
+from .accuracy import AccuracyWarning
 from .activations import ACTIVATIONS
 from .diagnostics import agop, alignment, refit_risk
 from .dynamics import Schedule, Trajectory, train
@@ -19,7 +21,7 @@ from .teachers import Teacher
 __version__ = "0.5.0"
 
 __all__ = [
-    "ACTIVATIONS", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "SwiGLUParams", "SwiGLUStudent", "Teacher", "Trajectory",
+    "ACTIVATIONS", "AccuracyWarning", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "SwiGLUParams", "SwiGLUStudent", "Teacher", "Trajectory",
     "fit_intercept", "loss_and_grad", "plateau", "population_grad", "population_loss",
     "shared_prefix", "train", "__version__",
 ]

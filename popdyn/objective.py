@@ -25,6 +25,7 @@ Central seed paper (../shared/seeds/003_40ccf210d3358dbe.txt), population object
 """
 from __future__ import annotations
 
+from . import accuracy as _acc
 from ._notice import compile_notice
 from .family import family_of
 from .models import Params, Student
@@ -54,12 +55,19 @@ def population_loss(student: Student, params: Params, teacher, *, rtol: float = 
     Parameters
     ----------
     rtol : float
-        Target relative accuracy of the Hermite series used for smooth activations and
-        non-polynomial links (ignored by the closed forms).
+        Requested relative accuracy (a contract, :mod:`popdyn.accuracy`): L is returned when its
+        estimated error is at most ``rtol·|L| + atol`` (``atol``: the float64 rounding floor
+        8(n + 2)u times the size of the loss's terms, n the number of units); otherwise the
+        Hermite series of smooth activations and non-polynomial links are refined (series
+        tolerance ÷100 per step down to 1e−16) and, if the estimate still exceeds it, an
+        :class:`popdyn.AccuracyWarning` names the cap that was hit.  Closed forms (relu /
+        leaky relu against PL teachers) are within rounding.
     full_output : bool
         If True return ``(L, info)`` where ``info["error"]`` is the estimated absolute error of L
-        from series truncation and rounding (0 for pure closed forms beyond rounding) and
-        ``info["order"]`` the Hermite truncation order used (None if none was needed).
+        from series truncation and rounding (0 for pure closed forms beyond rounding),
+        ``info["order"]`` the Hermite truncation order used (None if none was needed),
+        ``info["rtol"]``, ``info["atol"]``, ``info["series_tol"]`` (the series tolerance of the
+        returned value) and ``info["within_rtol"]`` (error <= rtol·|L| + atol).
 
     Every student family (:mod:`popdyn.family`: ridge, skip, SwiGLU) and every teacher kind
     (additive, network, gated, multi-index) goes through the family protocol.
@@ -67,11 +75,49 @@ def population_loss(student: Student, params: Params, teacher, *, rtol: float = 
     compile_notice()     # one line on stderr when numba's kernel cache is cold
     fam = family_of(student)
     fam.check(params, teacher)
-    M = fam.moments(params, teacher, need="loss", tol=rtol)
-    L = fam.loss(params, teacher, M)
+    L, info = _contract_loss(fam, params, teacher, rtol)
     if full_output:
-        return L, fam.loss_info(params, teacher, M)
+        return L, info
     return L
+
+
+def _loss_atol(fam, params, teacher, M, info) -> float:
+    """The rounding floor of the loss (``atol`` of the contract)."""
+    if "rounding" in info:
+        return float(info["rounding"])
+    scale = fam.loss_scale(params, teacher, M) if hasattr(fam, "loss_scale") else 0.0
+    n = int(params.a.shape[0]) + int(getattr(teacher, "k", 1) or 1)
+    return _acc.rounding_floor(n, scale)
+
+
+def _contract_loss(fam, params, teacher, rtol):
+    """(L, info) under the tolerance contract of :mod:`popdyn.accuracy`."""
+    if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
+        raise ValueError(f"`rtol` must be a float in (0, 1), got {rtol!r}")
+    tol = float(rtol)
+    while True:
+        M = fam.moments(params, teacher, need="loss", tol=tol)
+        L = fam.loss(params, teacher, M)
+        info = dict(fam.loss_info(params, teacher, M))
+        atol = _loss_atol(fam, params, teacher, M, info)
+        err = _acc.finite_or_inf(info["error"])
+        target = rtol * abs(L) + atol
+        info.update(rtol=float(rtol), atol=atol, series_tol=tol, within_rtol=err <= target)
+        if err <= target:
+            return L, info
+        order = info.get("order")
+        cap = info.get("cap")
+        if cap is None and order is not None and order >= _acc.ORDER_CAP:
+            cap = f"the Hermite order cap {_acc.ORDER_CAP} was reached"
+        if cap is not None:
+            break
+        if tol <= _acc.RTOL_FLOOR:
+            cap = f"the series tolerance floor {_acc.RTOL_FLOOR:g} was reached"
+            break
+        tol = _acc.next_tolerance(tol, err, target)
+    _acc.warn(f"population loss of the {getattr(fam, 'label', 'student')} student", err,
+              target, rtol, cap, "certify.loss gives a rigorous bracket.", stacklevel=4)
+    return L, info
 
 
 def population_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10) -> Params:

@@ -443,21 +443,36 @@ class SwiGLUMoments:
     Yphi: np.ndarray | None = None
     Ysx: np.ndarray | None = None
     Yspvx: np.ndarray | None = None
+    #: the SiLU sequence tolerance used (error estimate of ``_loss_info``)
+    seq_tol: float = _SEQ_TOL
 
 
-def moments(student, params, teacher=None) -> SwiGLUMoments:
-    """All SwiGLU moments at ``params`` (teacher terms when ``teacher`` is given); no checks."""
+def series_tolerances(rtol: float = 1e-10):
+    """(seq_tol, pair_tol) of the SiLU sequences for a requested ``rtol`` (issue 19: SwiGLU
+    honours ``rtol``): min(1e−13, 1e−3·rtol) and min(1e−17, 1e−7·rtol), i.e. the fixed
+    tolerances of the default rtol = 1e−10 (whose results are unchanged), tightened in
+    proportion for smaller ``rtol`` (the sequence tolerance has the rounding floor 4√K·u of
+    :func:`silu_coefficients`)."""
+    return min(_SEQ_TOL, 1e-3 * float(rtol)), min(_PAIR_TOL, 1e-7 * float(rtol))
+
+
+def moments(student, params, teacher=None, rtol: float = 1e-10) -> SwiGLUMoments:
+    """All SwiGLU moments at ``params`` (teacher terms when ``teacher`` is given); no checks.
+    ``rtol`` sets the SiLU series tolerances (:func:`series_tolerances`)."""
     G, Vv = params.G, params.V
     m = student.m
     al = np.sqrt(np.einsum("ij,ij->i", G, G))
     theta = np.zeros_like(G)
     nz = al > 0
     theta[nz] = G[nz] / al[nz, None]
+    s_tol, p_tol = series_tolerances(rtol)
     if teacher is None:
-        T, N, conv = silu_coefficients(al)
+        T, N, conv = silu_coefficients(al, pair_tol=p_tol)
+        seq_used = s_tol
     else:
         n_enough, seq_tol = _teacher_needs(teacher)
-        T, N, conv = silu_coefficients(al, seq_tol=seq_tol, n_enough=n_enough)
+        seq_used = min(seq_tol, s_tol)
+        T, N, conv = silu_coefficients(al, seq_tol=seq_used, pair_tol=p_tol, n_enough=n_enough)
     R = np.clip(theta @ theta.T, -1.0, 1.0)
     R[np.diag_indices(m)] = np.where(nz, 1.0, 0.0)
     R = np.ascontiguousarray(R)
@@ -473,6 +488,7 @@ def moments(student, params, teacher=None) -> SwiGLUMoments:
     mu1 = T[1, :, 0].copy()
     mu3 = T[3, :, 0].copy()
     Mo = SwiGLUMoments(M00, M11, M22, M20, M31, M40, GV, VV, dl, mu1, mu3, Phi, dl * mu1, N, conv)
+    Mo.seq_tol = seq_used
     if teacher is not None:
         Mo.Yphi, Mo.Ysx, Mo.Yspvx = _teacher_cross(teacher, T, N, theta, G, Vv, dl)
     return Mo
@@ -515,12 +531,14 @@ def population_loss(student, params, teacher, *, rtol: float = 1e-10, full_outpu
 
     ``full_output`` returns ``(L, info)`` with ``info["order"]`` (Hermite order of the SiLU
     coefficients), ``info["converged"]`` and ``info["error"]``, an *estimate* of the absolute
-    error of L: (8(N+2)ε + 1e−15) times the sum of the absolute values of the terms of L
-    (coefficient truncation at 1e−15 of each sequence's norm, plus rounding).  ``rtol`` is
-    accepted for API compatibility (the SiLU sequences are always taken to 1e−15).
+    error of L: (8(N+2)ε + seq_tol) times half the sum of the absolute values of the terms of L
+    (coefficient truncation at ``seq_tol`` of each sequence's norm, plus rounding), with
+    ``seq_tol`` from ``rtol`` (:func:`series_tolerances`).  The contract of
+    :mod:`popdyn.accuracy` applies: through :func:`popdyn.population_loss` the series are
+    refined until the estimate is within rtol·|L| + atol, or an AccuracyWarning names the cap.
     """
     _check(student, params, teacher)
-    Mo = moments(student, params, teacher)
+    Mo = moments(student, params, teacher, rtol)
     L = _loss_from(params, teacher, Mo)
     if full_output:
         return L, _loss_info(params, teacher, Mo)
@@ -531,22 +549,25 @@ def _loss_info(params, teacher, Mo) -> dict:
     a, c = np.abs(params.a), abs(params.c)
     size = (a @ np.abs(Mo.Phi) @ a + 2 * c * (a @ np.abs(Mo.phibar)) + c * c
             + 2 * a @ np.abs(Mo.Yphi) + 2 * c * abs(teacher.mean) + teacher.second_moment)
-    err = (8.0 * (Mo.N + 2) * _EPS + _SEQ_TOL) * 0.5 * size
-    return {"error": float(err), "order": Mo.N, "converged": Mo.converged}
+    seq_tol = getattr(Mo, "seq_tol", _SEQ_TOL)
+    err = (8.0 * (Mo.N + 2) * _EPS + seq_tol) * 0.5 * size
+    return {"error": float(err), "order": Mo.N, "converged": Mo.converged,
+            "rounding": float(8.0 * (Mo.N + 2) * _EPS * 0.5 * size),
+            "cap": None if Mo.converged else f"SiLU Hermite order cap {_NMAX}"}
 
 
 def population_grad(student, params, teacher, *, rtol: float = 1e-10) -> SwiGLUParams:
     """Exact gradient of L in (a, G, V, c) as a :class:`SwiGLUParams` (c's entry is E[f − y],
     0 for ``intercept=False``)."""
     _check(student, params, teacher)
-    return _grad_from(student, params, teacher, moments(student, params, teacher))
+    return _grad_from(student, params, teacher, moments(student, params, teacher, rtol))
 
 
 def loss_and_grad(student, params, teacher, *, rtol: float = 1e-10, check: bool = True):
     """(L, ∇L) from one moment evaluation."""
     if check:
         _check(student, params, teacher)
-    Mo = moments(student, params, teacher)
+    Mo = moments(student, params, teacher, rtol)
     return _loss_from(params, teacher, Mo), _grad_from(student, params, teacher, Mo)
 
 
@@ -560,9 +581,9 @@ def fit_intercept(student, params, teacher) -> SwiGLUParams:
     return params.replace(c=float(teacher.mean - params.a @ (dl * T[1, :, 0])))
 
 
-def _profiled(student, p, teacher):
+def _profiled(student, p, teacher, rtol: float = 1e-10):
     """(L, grad, p) at the fitted intercept (intercept=True) from one moment evaluation."""
-    Mo = moments(student, p, teacher)
+    Mo = moments(student, p, teacher, rtol)
     if student.intercept:
         p = p.replace(c=float(teacher.mean - p.a @ Mo.phibar))
     return _loss_from(p, teacher, Mo), _grad_from(student, p, teacher, Mo), p
@@ -587,7 +608,7 @@ def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
     ∇_x f = Σ_j a_j [SiLU'(g_j·x)(v_j·x) g_j + SiLU(g_j·x) v_j]; the intercept does not enter.
     """
     _check(student, params, need_teacher=False)
-    return agop_from_moments(params, moments(student, params, None))
+    return agop_from_moments(params, moments(student, params, None, rtol))
 
 
 def refit_problem(Mo: SwiGLUMoments, teacher):
@@ -653,7 +674,7 @@ class SwiGLUFamily:
         return params
 
     def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
-        return moments(self.student, params, teacher)
+        return moments(self.student, params, teacher, tol)
 
     def loss(self, params, teacher, M) -> float:
         return _loss_from(params, teacher, M)
@@ -668,7 +689,7 @@ class SwiGLUFamily:
         return _grad_from(self.student, params, teacher, M)
 
     def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
-        M = moments(self.student, params, teacher)
+        M = moments(self.student, params, teacher, tol)
         return _loss_from(params, teacher, M), _grad_from(self.student, params, teacher, M)
 
     def fit_intercept(self, params, teacher):
@@ -695,7 +716,7 @@ class SwiGLUFamily:
                     intercept="fitted" if self.student.intercept else "none")
 
     def evaluate(self, params, teacher, tol):
-        return _profiled(self.student, params, teacher)
+        return _profiled(self.student, params, teacher, tol)
 
     def axpy(self, p, g, h, rates):
         return _axpy(p, g, h, rates["a"])

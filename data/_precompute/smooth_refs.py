@@ -30,6 +30,9 @@ sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 import _ref as R  # noqa: E402
 
 DPS = 32
+#: digits of the refit's eigenvalue threshold 10^−(TRS_DPS−5)·λ_max (None: DPS); the soak sets
+#: it from its moments' accuracy (benchmarks/soak_certify.py)
+TRS_DPS = None
 PATH = os.path.join(ROOT, "data", "refs", "smooth_refs.json")
 ctx = R.ctx
 
@@ -164,7 +167,7 @@ def one(name, act, inp):
         lamG, QG = ctx.eigsy(G)
         lamG = [lamG[i] for i in range(m)]
         import certify_refs
-        certify_refs.DPS = DPS
+        certify_refs.DPS = TRS_DPS or DPS
         refit = {"unrestricted": s(trs(QG, lamG, g, V, None)),
                  "same_budget": s(trs(QG, lamG, g, V, ctx.fsum(x * x for x in a))),
                  "bounded_0.5": s(trs(QG, lamG, g, V, ctx.mpf(0.25))),

@@ -248,8 +248,15 @@ class MultiIndexTeacher(Teacher):
         # truncation estimate: the student tail beyond the common order against the tensor tail
         err = np.zeros((su.n, 1))
         if not F.polynomial or deg > uc.N:
-            err[:, 0] = np.sqrt(np.maximum(uc.tails_S.t2, 0.0) * (F.energy + F.tail2)) + \
-                np.sqrt(np.maximum(uc.energy[:, 0], 0.0) * F.tail2)
+            # student orders beyond N meet tensor coefficients only below degree deg (if N < deg)
+            # or the tensor's tail beyond its table (issue 19: the first term only when N < deg)
+            # (Cauchy–Schwarz over the shells n > N: the tensor's energy beyond degree N)
+            beyond = float(np.sum(F.val[F.idx.sum(axis=1) > uc.N] ** 2)) + F.tail2
+            t2 = np.maximum(np.asarray(uc.tails_S.t2, dtype=float), 0.0)
+            head = np.sqrt(t2 * beyond) if deg > uc.N else 0.0
+            # the tensor's unstored tail meets only the student's orders beyond its degree
+            s_beyond = t2 + (np.sum(uc.S[:, deg + 1:] ** 2, axis=1) if uc.N > deg else 0.0)
+            err[:, 0] = head + np.sqrt(s_beyond * F.tail2)
         return Y[0][:, None], Bt, Y[2][:, None], Y[1][:, None], err, uc.N
 
     def hermite_terms(self, N):
