@@ -245,9 +245,30 @@ def inner(fn, mu, tau):
             if tau == 0:
                 s += _num_eval(at[1], at[2], mu)
             else:
-                s += ctx.quad(lambda w: ctx.npdf(w) * _num_eval(at[1], at[2], mu + tau * w),
-                              [-ctx.inf, -mu / tau, ctx.inf])
+                s += _num_inner(at, mu, tau)
     return s
+
+
+def _num_inner(at, mu, tau):
+    """E[G(μ + τW)] for a "num" atom G (τ > 0) by tanh–sinh quadrature in w, split at
+    0, ±2, ±8 (the Gaussian's mass) and at the transition w = −μ/τ only when it lies within
+    |w| < 40.  (The former single split at −μ/τ alone sent, for a tiny neuron (τ = 1e−7,
+    μ = 0.5: −μ/τ = −5e6), the whole Gaussian mass into a semi-infinite piece whose nodes
+    missed it: E[tanh(0.5 + 1e−7 W)] came out ~1e−1341051072608 instead of tanh(0.5),
+    the cause of the soak's 12 "violations" in its tiny-neuron tanh / silu cases, issue 19.)
+    The integrand is scaled to O(1) and the estimated error must be below 10^−(dps−12)
+    relative (else ``ArithmeticError``)."""
+    f = lambda w: ctx.npdf(w) * _num_eval(at[1], at[2], mu + tau * w)   # noqa: E731
+    pts = [ctx.mpf(v) for v in (-8, -2, 0, 2, 8)]
+    z0 = -mu / tau
+    if abs(z0) < 40:
+        pts.append(z0)
+    grid = [-ctx.inf] + sorted(set(pts)) + [ctx.inf]
+    S = max(abs(f(w)) for w in [ctx.mpf(k) / 4 for k in range(-16, 17)] + pts) or ctx.mpf(1)
+    val, err = ctx.quad(lambda w: f(w) / S, grid, error=True, maxdegree=12)
+    if err > ctx.mpf(10) ** (-(ctx.dps - 12)) * max(abs(val), 1):
+        raise ArithmeticError(f"reference inner quadrature not converged (error {err})")
+    return val * S
 
 
 def _pmul(p, q):
