@@ -1146,14 +1146,7 @@ def _teacher_part(out, su, geo, student, teacher, m, prec, grad, exact):
         out.Bt, out.At, out.Dt = Bt, At, Dt
     # teacher self moments
     v = [arb(float(x)) for x in teacher.weights]
-    means = []
-    for pl, h in tu:
-        mval = arb(0)
-        if pl is not None:
-            mval += pl.mu0
-        if h is not None:
-            mval += h.c[0]
-        means.append(mval)
+    means = teacher_unit_means(tu)
     ey = arb(0)
     for vt, mt in zip(v, means):
         ey += vt * mt
@@ -1198,3 +1191,17 @@ def _grad_herm(u: _PL, h: _Herm, rho, al_t):
         At = At * rho + d2[n] * h.c[n]
         Bt = Bt * rho + d1[n] * hd[n]
     return Bt, At, Dt
+
+
+def teacher_unit_means(tu):
+    """E[σ_t(u_t·x + b_t)] of each teacher unit, as balls: the PL part's μ0 plus the zeroth
+    Hermite coefficient of the link part (either may be absent)."""
+    means = []
+    for pl, h in tu:
+        mval = arb(0)
+        if pl is not None:
+            mval += pl.mu0
+        if h is not None:
+            mval += h.c[0]
+        means.append(mval)
+    return means

@@ -694,14 +694,7 @@ def _smooth_teacher_part(out, su, eng, geo, teacher, tsm, m, N, prec):
     ey = arb(0)
     ey2 = arb(0)
     if tu is not None:
-        means = []
-        for pl, h in tu:
-            mval = arb(0)
-            if pl is not None:
-                mval += pl.mu0
-            if h is not None:
-                mval += h.c[0]
-            means.append(mval)
+        means = MO.teacher_unit_means(tu)
         for t in range(k):
             for l in range(t, k):
                 diag = t == l
