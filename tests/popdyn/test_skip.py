@@ -122,3 +122,78 @@ def test_bad_skip_argument():
     p = S.init(0, 0.5)
     with pytest.raises(ValueError, match="skip=False"):
         S.check(p.replace(v=np.ones(3)))
+
+
+SKIP_CFG = """
+name = "skip"
+[teacher]
+link = "relu"
+rank = 1
+[student]
+d = 4
+m = 3
+activation = "{act}"
+{skip}
+[init]
+scale = 0.1
+seeds = [0]
+[train]
+method = "gd"
+lr = 0.1
+max_updates = 30
+[schedule]
+every = 10
+[diagnostics]
+certify = false
+"""
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh"])
+def test_config_skip_trains_and_records_v(tmp_path, act):
+    """``[student] skip = true`` builds the skip student; the sweep stores v at every snapshot,
+    and the stored trajectory is the one of popdyn.train on the same student (same numbers)."""
+    from popdyn import config as C
+    from popdyn.experiments import Store, sweep
+
+    cfg = C.loads(SKIP_CFG.format(act=act, skip="skip = true"))
+    (run,) = C.expand(cfg)
+    assert run["student"]["skip"] is True
+    res = sweep(cfg, tmp_path / "s", workers=1, progress=False)
+    (key,) = res["keys"]
+    arr = Store(tmp_path / "s").arrays(key)
+    assert arr["v"].shape == (4, 4) and np.all(arr["v"][0] == 0.0)
+    S = popdyn.Student(4, 3, activation=act, skip=True)
+    T = popdyn.Teacher.additive("relu", np.eye(4)[:1])
+    tr = popdyn.train(S, S.init(0, 0.1, T), T, method="gd", lr=0.1, max_updates=30)
+    np.testing.assert_array_equal(arr["v"][-1], tr.final.v)
+    np.testing.assert_array_equal(arr["loss"], tr.loss)
+    assert arr["v"][-1][0] > 0.05                  # the linear part of relu is being learned
+
+
+def test_config_skip_false_keeps_the_run_key():
+    from popdyn import config as C
+    from popdyn.experiments.runner import spec_key
+
+    plain = C.expand(C.loads(SKIP_CFG.format(act="relu", skip="")))
+    off = C.expand(C.loads(SKIP_CFG.format(act="relu", skip="skip = false")))
+    on = C.expand(C.loads(SKIP_CFG.format(act="relu", skip="skip = true")))
+    assert "skip" not in plain[0]["student"] and "skip" not in off[0]["student"]
+    assert spec_key(plain[0]) == spec_key(off[0]) != spec_key(on[0])
+
+
+@pytest.mark.parametrize("skip, match", [("skip = 1", "skip must be true or false"),
+                                         ('skip = "yes"', "skip must be true or false"),
+                                         ("skips = true", "Did you mean 'skip'")])
+def test_config_bad_skip(skip, match):
+    from popdyn import config as C
+
+    with pytest.raises(C.ConfigError, match=match):
+        C.expand(C.loads(SKIP_CFG.format(act="relu", skip=skip)))
+
+
+def test_config_skip_swiglu_refused():
+    from popdyn import config as C
+
+    text = SKIP_CFG.format(act="swiglu", skip="skip = true")
+    with pytest.raises(C.ConfigError, match="SwiGLU student has no linear skip"):
+        C.expand(C.loads(text))
