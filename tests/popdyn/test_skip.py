@@ -197,3 +197,75 @@ def test_config_skip_swiglu_refused():
     text = SKIP_CFG.format(act="swiglu", skip="skip = true")
     with pytest.raises(C.ConfigError, match="SwiGLU student has no linear skip"):
         C.expand(C.loads(text))
+
+
+def _mp_skip_increment(S, p, T_y_x):
+    """mpmath (30 digits) L(v) − L(0) = s Σ_j a_j E[σ_j v·x] + ½|v|² − E[y v·x], with
+    E[σ(w·x + b) v·x] = (θ·v) E[σ(|w| z + b) z] by one quadrature split at the kink, and
+    E[y v·x] given (``T_y_x``, an mpf)."""
+    import mpmath as mp
+
+    mp.mp.dps = 30
+    act = {"relu": lambda t: t if t > 0 else mp.mpf(0),
+           "silu": lambda t: t / (1 + mp.exp(-t))}[S.activation]
+    v = [mp.mpf(float(x)) for x in p.v]
+    tot = mp.mpf(0)
+    for j in range(S.m):
+        w = [mp.mpf(float(x)) for x in p.W[j]]
+        al = mp.sqrt(mp.fsum(x * x for x in w))
+        tv = mp.fsum(x * y for x, y in zip(w, v)) / al
+        b = mp.mpf(float(p.b[j]))
+        E = mp.quad(lambda z: act(al * z + b) * z * mp.npdf(z), [-mp.inf, -b / al, mp.inf])
+        tot += mp.mpf(float(p.a[j])) * tv * E
+    return S.s * tot + mp.fsum(x * x for x in v) / 2 - T_y_x
+
+
+@pytest.mark.parametrize("kind", ["gated:relu", "gated:gelu", "gated:tanh", "multi_index"])
+def test_multi_index_teachers(kind):
+    """Skip × multi-index: τ = E[y x] is the teacher's linear Hermite part (SK-4).  The skip
+    terms L(v) − L(0) against mpmath (E[F(Z)] by quadrature; the polynomial tensor exactly),
+    ∂L/∂v and ∂L/∂W against central differences."""
+    import mpmath as mp
+
+    mp.mp.dps = 30
+    d = 4
+    rng = np.random.default_rng(7)
+    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
+    v = np.array([0.3, -0.2, 0.1, 0.4])
+    kappa = 1.3
+    u = [[mp.mpf(float(x)) for x in row] for row in U]
+    uv = [mp.fsum(a * mp.mpf(float(b)) for a, b in zip(row, v)) for row in u]
+    if kind == "multi_index":
+        T = popdyn.Teacher.multi_index({(1, 1): 1.0, (1, 0): 0.5, (0, 1): -0.3, (3, 0): 0.2},
+                                       U, kappa)
+        Eyv = kappa * (mp.mpf(0.5) * uv[0] + mp.mpf(-0.3) * uv[1])
+    else:
+        gate = kind.split(":")[1]
+        T = popdyn.Teacher.gated(gate, U, kappa)
+        F = {"relu": lambda z: max(z, 0), "gelu": lambda z: z * mp.ncdf(z),
+             "tanh": mp.tanh}[gate]
+        EF = mp.quad(lambda z: F(z) * mp.npdf(z), [-mp.inf, 0, mp.inf])
+        Eyv = kappa * EF * uv[1]                    # E[F(s) t v·x] = κ E[F] (u_2·v)
+    for act in ("relu", "silu") if kind in ("gated:relu", "multi_index") else ("relu",):
+        S = popdyn.Student(d, 3, activation=act, skip=True)
+        p = S.init(3, 0.6, T).replace(v=v)
+        inc = popdyn.population_loss(S, p, T) - popdyn.population_loss(S, p.replace(v=0 * v), T)
+        ref = float(_mp_skip_increment(S, p, Eyv))
+        assert abs(inc - ref) <= 1e-12 * (1 + abs(ref)), (act, inc, ref)
+        g = popdyn.population_grad(S, p, T)
+        e = 1e-6
+        for f, idx in (("v", (1,)), ("v", (3,)), ("W", (0, 1)), ("a", (2,))):
+            x = getattr(p, f)
+            hi, lo = x.copy(), x.copy()
+            hi[idx] += e
+            lo[idx] -= e
+            fd = (popdyn.population_loss(S, p.replace(**{f: hi}), T)
+                  - popdyn.population_loss(S, p.replace(**{f: lo}), T)) / (2 * e)
+            assert abs(fd - getattr(g, f)[idx]) <= 1e-6 * (1 + abs(fd)), (act, f, idx)
+
+
+def test_multi_index_tail_at_degree_zero_refused():
+    T = popdyn.Teacher.multi_index({(0, 0): 1.0}, np.eye(3)[:2], tail2=0.1)
+    S = popdyn.Student(3, 2, skip=True)
+    with pytest.raises(ValueError, match="linear Hermite part"):
+        popdyn.population_loss(S, S.init(0, 0.5).replace(v=np.ones(3)), T)
