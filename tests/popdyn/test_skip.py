@@ -106,13 +106,19 @@ def test_training_learns_a_linear_teacher_part():
     assert 0 <= r.risk <= 2 * tr.loss[-1] + 1e-12      # refitting the head cannot do worse
 
 
-def test_certify_loss_numerical_bracket():
+def test_certify_loss_bracket():
+    """relu skip student against a relu network: a rigorous bracket (tests/certify/
+    test_certify_skip.py checks it against mpmath); against a gated teacher a numerical one."""
     import certify
 
     S, p, T = _state(1, "relu")
     res = certify.loss(S, p, T)
-    assert res.provenance == "numerical"
+    assert res.provenance == "rigorous"
     assert res.loss.contains(popdyn.population_loss(S, p, T))
+    G = popdyn.Teacher.gated("relu", T.U)
+    res = certify.loss(S, p, G)
+    assert res.provenance == "numerical"
+    assert res.loss.contains(popdyn.population_loss(S, p, G))
 
 
 def test_bad_skip_argument():
