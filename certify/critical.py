@@ -136,7 +136,7 @@ class Problem:
 
 def _problem(student, params, teacher) -> tuple[Problem, np.ndarray]:
     from popdyn.models import Params, Student
-    from popdyn.teachers import Teacher
+    from popdyn.teachers import NetworkTeacher, Teacher
 
     if not isinstance(student, Student):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
@@ -145,9 +145,11 @@ def _problem(student, params, teacher) -> tuple[Problem, np.ndarray]:
                          f"bias=False), got activation={student.activation!r}, bias={student.bias}")
     if not isinstance(teacher, Teacher):
         raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
-    if teacher.kind != "network" or teacher.activation.name != "relu" or np.any(teacher.bias != 0):
+    if (not isinstance(teacher, NetworkTeacher) or teacher.activation.name != "relu"
+            or np.any(teacher.bias != 0)):
         raise ValueError("`teacher` must be a bias-free relu network (Teacher.network('relu', "
-                         f"alpha, Z)), got kind={teacher.kind!r}")
+                         f"alpha, Z)), got {teacher.describe()['kind']} teacher "
+                         f"{type(teacher).__name__}")
     if teacher.U.shape[1] != student.d:
         raise ValueError(f"teacher dimension {teacher.U.shape[1]} != student d = {student.d}")
     if not isinstance(params, Params):

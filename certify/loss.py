@@ -19,6 +19,10 @@ link (tanh, silu, silu_centered) enters (its Hermite coefficients are high-preci
 values, not enclosures), and for PL students against smooth teacher networks or gated /
 multi-index teachers, whose brackets come from the float64 engine with its estimated series
 error doubled plus a rounding allowance of 1e−13 of the loss scale (an estimate, not a bound).
+
+Students with a linear skip (``popdyn.Student(..., skip=True)``, :func:`skip_loss`) get the
+provenance of the same student without the skip: the skip terms are polynomials in the exact
+inputs and the enclosures E[σ′_j], E[y x] (Stein's lemma), evaluated in Arb.
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
 
-__all__ = ["LossBracket", "loss"]
+__all__ = ["LossBracket", "loss", "skip_loss"]
 
 
 @dataclass(frozen=True)
@@ -159,13 +163,13 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
             raise CertificationError(f"the gradient of a {fam.label} student is not certified",
                                      hint="grad=False (the loss), or popdyn.population_grad")
         return _numerical_loss(student, params, teacher, prec)
-    if teacher.kind not in ("network", "additive"):
+    if not teacher.ridge:
         # gated / multi-index teachers: the float64 engine's value ± twice its estimated error
         # (``numerical``; docs/design.md §6)
         if grad:
             raise CertificationError(
-                f"the gradient against {teacher.kind!r} (gated / multi-index) teachers is not "
-                "certified", hint="grad=False (a numerical loss bracket), or "
+                f"the gradient against {type(teacher).__name__} (gated / multi-index) teachers "
+                "is not certified", hint="grad=False (a numerical loss bracket), or "
                 "popdyn.population_grad")
         return _numerical_loss(student, params, teacher, prec)
     covered, rigorous = pair_supported(student, teacher)
@@ -177,30 +181,82 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
                 hint="certify the loss only (grad=False)")
         return _numerical_loss(student, params, teacher, prec)
     CM = certified_moments(student, params, teacher, prec=prec, grad=grad)
-    prov = "rigorous" if CM.rigorous else "numerical"
     with A.workprec(prec):
         s = _scale(student)
         a = A.mat_from_array(params.a)
         c = arb(float(params.c))
-        Ca = CM.C * a
-        ff = s * s * _dot(a, Ca) + 2 * s * c * _dot(a, CM.mu0) + c * c
-        Ctv = CM.Ct * CM.v
-        fy = s * _dot(a, Ctv) + c * CM.ey
-        L = (ff - 2 * fy + CM.ey2) / 2
-        var = CM.ey2 - CM.ey * CM.ey
-        _finite_or_raise(L, "the loss")
-        note = "; ".join(CM.notes)
-        Lb = _from(L, prov, lo=0.0, note=note)
-        mse = _from(2 * L, prov, lo=0.0, note=note)
-        vb = _from(var, prov, lo=0.0, note=note)
-        if var > 0:
-            nb = _from(2 * L / var, prov, lo=0.0, note=note)
-        else:
-            nb = Bracket(0.0, float("inf"), provenance=prov, status="unresolved",
-                         note="V_Y not certified positive")
+        L = _ridge_loss(CM, s, a, c)
+        prov = "rigorous" if CM.rigorous else "numerical"
         g = _grad(student, params, teacher, CM, s, a, c, prov) if grad else None
-        return LossBracket(Lb, mse, nb, vb, _from(CM.ey, prov, note=note), prov, prec, g,
-                           tuple(CM.notes))
+        return _brackets(L, CM, prec, g)
+
+
+def _ridge_loss(CM, s, a, c):
+    """L = ½(s²aᵀCa + 2sc aᵀμ0 + c² − 2s aᵀ(Ct v) − 2c E[y] + E[y²]) (a ball)."""
+    Ca = CM.C * a
+    ff = s * s * _dot(a, Ca) + 2 * s * c * _dot(a, CM.mu0) + c * c
+    Ctv = CM.Ct * CM.v
+    fy = s * _dot(a, Ctv) + c * CM.ey
+    return (ff - 2 * fy + CM.ey2) / 2
+
+
+def _brackets(L, CM, prec, g=None) -> LossBracket:
+    """The :class:`LossBracket` of the ball ``L`` with the teacher moments of ``CM``."""
+    prov = "rigorous" if CM.rigorous else "numerical"
+    var = CM.ey2 - CM.ey * CM.ey
+    _finite_or_raise(L, "the loss")
+    note = "; ".join(CM.notes)
+    Lb = _from(L, prov, lo=0.0, note=note)
+    mse = _from(2 * L, prov, lo=0.0, note=note)
+    vb = _from(var, prov, lo=0.0, note=note)
+    if var > 0:
+        nb = _from(2 * L / var, prov, lo=0.0, note=note)
+    else:
+        nb = Bracket(0.0, float("inf"), provenance=prov, status="unresolved",
+                     note="V_Y not certified positive")
+    return LossBracket(Lb, mse, nb, vb, _from(CM.ey, prov, note=note), prov, prec, g,
+                       tuple(CM.notes))
+
+
+def skip_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
+    r"""Bracket the loss of a student with a linear skip (``popdyn.Student(..., skip=True)``).
+
+    f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c.  With Stein's identity E[σ_j x] = E[σ′_j] w_j,
+    r_j = w_j·v and τ = E[y x] (:mod:`popdyn.skip`, SK-1):
+
+        L = L_ridge + s Σ_j a_j E[σ′_j] r_j − v·τ + ½|v|²,
+
+    where L_ridge is the loss of the same student without the skip (:func:`loss`), E[σ′_j] the
+    enclosures of :mod:`certify.moments` / :mod:`certify.smooth` (``CertMoments.mu1``) and τ by
+    Stein's lemma on the teacher units (``CertMoments.tx``: E[σ*′_t] u_t for PL and smooth
+    units, Ĥ_1 θ_t for a link's Hermite part).  Every term is a polynomial in exact float64
+    inputs and these balls, evaluated in Arb, so the bracket is ``rigorous`` exactly when the
+    ridge moments are.  Pairs the certified moments do not cover (gated / multi-index teachers,
+    PL students against smooth teacher networks, other activations) get the float64 engine's
+    ``numerical`` bracket, as for :func:`loss`.  No gradient (``grad=True`` raises).
+
+    References
+    ----------
+    :mod:`popdyn.skip` (SK-1); DESIGN §3 (Stein's lemma), §6 (brackets); issue 18.
+    """
+    _check_inputs(student, params, teacher)
+    plain = student.replace(skip=False)
+    if not (student_supported(plain) and teacher.ridge and pair_supported(plain, teacher)[0]):
+        return _numerical_loss(student, params, teacher, prec)
+    CM = certified_moments(plain, params, teacher, prec=prec)
+    with A.workprec(prec):
+        s = _scale(student)
+        a = A.mat_from_array(params.a)
+        c = arb(float(params.c))
+        v = A.mat_from_array(params.v)
+        r = A.mat_from_array(params.W) * v                   # r_j = w_j·v, in Arb
+        am = arb_mat(student.m, 1, [a[j, 0] * CM.mu1[j, 0] for j in range(student.m)])
+        L = (_ridge_loss(CM, s, a, c) + s * _dot(am, r) - _dot(v, CM.tx)
+             + _dot(v, v) / 2)
+        return _brackets(L, CM, prec)
+
+
+_families.register("skip", loss=skip_loss)
 
 
 def _arr_bounds(M: arb_mat, shape, prov):

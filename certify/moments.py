@@ -81,6 +81,7 @@ import numpy as np
 from flint import arb, arb_mat, arb_series, ctx
 
 from popdyn.links import _hermite_monomials  # exact integer coefficients of He_k
+from popdyn.teachers import AdditiveTeacher, NetworkTeacher
 
 from . import _arb as A
 from . import _mehler as _mh
@@ -631,9 +632,10 @@ class CertMoments:
 
     All matrices are python-flint ``arb_mat`` (balls).  ``C``, ``B`` (m×m), ``mu0`` (m×1);
     ``Ct`` (m×k) against the teacher units, whose weights are ``v`` (k×1) and whose moments
-    are ``ey`` = E[y], ``ey2`` = E[y²]; with ``grad`` also ``A``, ``D``, ``mu1``, ``mu2``,
-    ``At``, ``Bt``, ``Dt``.  ``rigorous`` is False when a tabulated (numerical) Hermite part
-    entered; ``notes`` says which.
+    are ``ey`` = E[y], ``ey2`` = E[y²]; ``mu1`` (m×1) = E[σ′_j] and ``tx`` (d×1) = E[y x]
+    (the linear moments a linear skip v·x needs, :mod:`certify.loss`); with ``grad`` also
+    ``A``, ``D``, ``mu2``, ``At``, ``Bt``, ``Dt``.  ``rigorous`` is False when a tabulated
+    (numerical) Hermite part entered; ``notes`` says which.
     """
 
     C: arb_mat
@@ -652,6 +654,7 @@ class CertMoments:
     Dt: arb_mat | None = None
     theta: list | None = None
     teacher_rows: np.ndarray | None = None
+    tx: arb_mat | None = None
     rigorous: bool = True
     notes: list = field(default_factory=list)
     prec: int = 128
@@ -667,9 +670,9 @@ def pair_supported(student, teacher) -> tuple[bool, bool]:
     """(covered, rigorous) for a student–teacher pair (gated / multi-index teachers: not
     covered here)."""
     if student.act.kind == "smooth":
-        if teacher.kind not in ("network", "additive"):
+        if not isinstance(teacher, (NetworkTeacher, AdditiveTeacher)):
             return False, False
-        if teacher.kind == "network":
+        if isinstance(teacher, NetworkTeacher):
             return True, True
         return True, _link_kind(teacher.link) != "table"
     return teacher_supported(teacher)
@@ -677,9 +680,9 @@ def pair_supported(student, teacher) -> tuple[bool, bool]:
 
 def teacher_supported(teacher) -> tuple[bool, bool]:
     """(covered, rigorous): whether the Arb path covers the teacher, and rigorously."""
-    if teacher.kind not in ("network", "additive"):      # multi-index / gated teachers
+    if not isinstance(teacher, (NetworkTeacher, AdditiveTeacher)):   # multi-index / gated
         return False, False
-    if teacher.kind == "network":
+    if isinstance(teacher, NetworkTeacher):
         ok = teacher.activation.kind == "pl"
         return ok, ok
     kind = _link_kind(teacher.link)
@@ -885,7 +888,7 @@ def _teacher_units(teacher, geo, m, prec):
     """Per teacher unit: (PL part or None, Hermite part or None)."""
     k = teacher.k
     out = []
-    if teacher.kind == "network":
+    if isinstance(teacher, NetworkTeacher):
         pq = _act_pq(teacher.activation)
         for t in range(k):
             out.append((_PL(pq, geo.alpha[m + t], float(teacher.bias[t]),
@@ -1000,9 +1003,9 @@ _CACHE_SIZE = 4
 def _fingerprint_teacher(teacher):
     if teacher is None:
         return None
-    tag = teacher.link.name if teacher.kind == "additive" else (
+    tag = teacher.link.name if isinstance(teacher, AdditiveTeacher) else (
         teacher.activation.name, float(teacher.activation.negative_slope))
-    return (teacher.kind, tag, teacher.U.tobytes(), teacher.U.shape,
+    return (type(teacher), tag, teacher.U.tobytes(), teacher.U.shape,
             np.asarray(teacher.weights).tobytes(), np.asarray(teacher.bias).tobytes())
 
 
@@ -1085,8 +1088,8 @@ def _compute(student, params, teacher, prec, grad, need_B, exact):
                     Dm[j, i] = dji
         mu0 = arb_mat(m, 1, [u.mu0 for u in su])
         out = CertMoments(C=C, B=B, mu0=mu0, A=Am, D=Dm, prec=prec)
+        out.mu1 = arb_mat(m, 1, [u.mu1 for u in su])
         if grad:
-            out.mu1 = arb_mat(m, 1, [u.mu1 for u in su])
             out.mu2 = arb_mat(m, 1, [u.mu2 for u in su])
             out.theta = [geo.theta(i, params.W[i]) for i in range(m)]
         if teacher is None:
@@ -1112,7 +1115,7 @@ def _teacher_part(out, su, geo, student, teacher, m, prec, grad, exact):
     if grad:
         Bt, At, Dt = arb_mat(m, k), arb_mat(m, k), arb_mat(m, k)
     fast = None
-    if not exact and teacher.kind == "network":
+    if not exact and isinstance(teacher, NetworkTeacher):
         ser1 = _float_series(su, _K_FLOAT)
         ser2 = _float_series([pl for pl, _ in tu], _K_FLOAT)
         fast = _fast_pairs(_mh.scaled_rows(out_rows_student(geo, m)), _mh.scaled_rows(teacher.U),
@@ -1170,6 +1173,36 @@ def _teacher_part(out, su, geo, student, teacher, m, prec, grad, exact):
     out.ey = ey
     out.ey2 = ey2
     out.teacher_rows = teacher.U
+    out.tx = teacher_linear_moment(teacher, geo, m, [(pl.mu1 if pl is not None else None, h)
+                                                     for pl, h in tu])
+
+
+def teacher_linear_moment(teacher, geo, m, parts):
+    """E[y x] (d×1 balls) of a teacher y = Σ_t v_t y_t(u_t·x + b_t) by Stein's lemma.
+
+    ``parts`` gives per teacher unit (E[σ′_t] of its PL or smooth part or None, its Hermite
+    part :class:`_Herm` or None).  A unit σ(u·x + b) gives E[σ′] u (u the raw row, exact); a
+    Hermite part H(α θ·x) gives θ E[H(αZ) Z] = Ĥ_1 θ (the normalized coefficient of order one;
+    a tabulated part adds its α ≠ 1 allowance ``dal``, since ‖Z‖ = 1).
+    """
+    d = teacher.d
+    tx = [arb(0)] * d
+    for t, (mu1, h) in enumerate(parts):
+        vt = arb(float(teacher.weights[t]))
+        if mu1 is not None:
+            f = vt * mu1
+            for i in range(d):
+                tx[i] += f * arb(float(teacher.U[t, i]))
+        if h is not None and not geo.zero[m + t]:
+            c1 = h.c[1] if h.K >= 1 else arb(0)
+            if h.K < 1 and h.tau > 0.0:
+                c1 = arb(0, h.tau)              # |Ĥ_1| <= the tail norm beyond order 0
+            if h.dal > 0.0:
+                c1 = c1 + arb(0, h.dal)
+            th = geo.theta(m + t, teacher.U[t])
+            for i in range(d):
+                tx[i] += vt * c1 * th[i]
+    return arb_mat(d, 1, tx)
 
 
 def _grad_herm(u: _PL, h: _Herm, rho, al_t):

@@ -314,7 +314,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
     covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
-    if not covered and teacher.kind == "multi_index":
+    if not covered and not teacher.ridge:
         _problem_of = _multi_index_problem      # gated / multi-index teachers: numerical
     elif not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "

@@ -66,6 +66,7 @@ import math
 
 import numpy as np
 from flint import acb, arb, arb_mat, arb_series, ctx
+from popdyn.teachers import NetworkTeacher
 
 from . import _arb as A
 from . import moments as MO
@@ -615,8 +616,7 @@ def smooth_moments(student, params, teacher=None, *, prec: int = 128, need_B: bo
         be = params.b if student.bias else np.zeros(m)
         su = make_units(kind, geo.alpha[:m], be, geo.zero[:m])
         tsm = None
-        if teacher is not None and teacher.kind == "network" and \
-                teacher.activation.kind == "smooth":
+        if isinstance(teacher, NetworkTeacher) and teacher.activation.kind == "smooth":
             tsm = make_units(teacher.activation.name, geo.alpha[m:], teacher.bias,
                              geo.zero[m:])
         allunits = su + (tsm if tsm is not None and tsm[0].kind == kind else [])
@@ -637,6 +637,7 @@ def smooth_moments(student, params, teacher=None, *, prec: int = 128, need_B: bo
                     B[j, i] = b
         mu0 = arb_mat(m, 1, [u.mu0 for u in su])
         out = MO.CertMoments(C=C, B=B, mu0=mu0, prec=prec)
+        out.mu1 = arb_mat(m, 1, [u.mu1 for u in su])        # E[σ′_j] (a linear skip's terms)
         if teacher is None:
             return out
         _smooth_teacher_part(out, su, eng, geo, teacher, tsm, m, N, prec)
@@ -725,6 +726,9 @@ def _smooth_teacher_part(out, su, eng, geo, teacher, tsm, m, N, prec):
     out.ey = ey
     out.ey2 = ey2
     out.teacher_rows = teacher.U
+    parts = ([(pl.mu1 if pl is not None else None, h) for pl, h in tu] if tu is not None
+             else [(u.mu1, None) for u in tsm])
+    out.tx = MO.teacher_linear_moment(teacher, geo, m, parts)
 
 
 def _order_for(units, prec):

@@ -64,7 +64,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 from popdyn import swiglu as sw
 from popdyn.swiglu import SwiGLUStudent, silu_coefficients
-from popdyn.teachers import Teacher
+from popdyn.teachers import AdditiveTeacher, Teacher
 
 from . import _arb as A
 from . import _families
@@ -406,7 +406,7 @@ def _hermite_of_scaled(poly, beta, nmax):
 
 
 def _teacher_poly(teacher):
-    if getattr(teacher, "kind", None) != "additive":
+    if not isinstance(teacher, AdditiveTeacher):
         return None
     poly = _link_poly(teacher.link)
     if poly is None:
@@ -609,7 +609,7 @@ def swiglu_refit_problem(student, params, teacher, prec):
     """(G, g, V, info) of the frozen-feature refit of a SwiGLU student (features
     φ_j = SiLU(g_j·x)(v_j·x), intercept eliminated): G = Φ − φ̄φ̄ᵀ, g = E[yφ] − φ̄E[y],
     V = V_Y, enclosed in Arb (rigorous for additive teachers with polynomial links)."""
-    from popdyn.teachers import Teacher
+    from popdyn.teachers import AdditiveTeacher, Teacher
     prec = _check(student, params, prec)
     if not isinstance(teacher, Teacher):
         raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")

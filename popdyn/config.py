@@ -17,7 +17,10 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     link = "h2"; rank = 2; kappa = [...]; U = [[...]]          (additive)
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
-    [student]   d, m, activation, negative_slope, bias, intercept, scaling
+    [student]   d, m, activation, negative_slope, bias, intercept, scaling, skip
+                (skip = true: a learned linear skip v·x, popdyn.Student(..., skip=True),
+                the ``skip`` family of popdyn.skip; absent or false: no skip, and the run's key
+                is that of a config without the key)
                 activation = "swiglu": d, m, intercept, clock only   (SwiGLU student;
                 clock = "standard" | "mean_field": popdyn.SwiGLUStudent)
     [init]      scale, seeds (list or {start, count}), fit_intercept,
@@ -86,7 +89,8 @@ _SECTIONS = {
     "name": None,
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
-    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock"},
+    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock",
+                "skip"},
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},
@@ -216,7 +220,15 @@ def make_student(table: dict):
     """The student of a ``[student]`` table: :class:`popdyn.Student`, or
     :class:`popdyn.SwiGLUStudent` for ``activation = "swiglu"`` (keys d, m, intercept only)."""
     t = dict(table)
+    if "skip" in t and not isinstance(t["skip"], bool):
+        raise ConfigError(f"[student] skip must be true or false, got {t['skip']!r}")
+    if t.get("skip") is False:
+        del t["skip"]                    # the default: the plain (ridge) student
     if t.get("activation") == "swiglu":
+        if "skip" in t:
+            raise ConfigError("[student] skip applies to relu-family students (relu, leaky_relu "
+                              "and the smooth activations); a SwiGLU student has no linear skip: "
+                              "remove `skip`")
         extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
         if extra:
             raise ConfigError(
@@ -444,7 +456,7 @@ def expand(cfg: dict) -> list:
                     "name": cfg.get("name", ""),
                     "teacher": {**tt, "label": labels[ti]},
                     "setting": slabels[si],
-                    "student": dict(sec["student"]),
+                    "student": _student_spec(sec["student"]),
                     "init": {**init, "seed": seed},
                     "train": train,
                     "schedule": sched,
@@ -453,6 +465,12 @@ def expand(cfg: dict) -> list:
                     "order": [ti, si, ki],
                 })
     return runs
+
+
+def _student_spec(table: dict) -> dict:
+    """The run spec's student table: ``skip = false`` (the default) is dropped, so that the run
+    keys of configs with and without it agree with those stored before the key existed."""
+    return {k: v for k, v in table.items() if not (k == "skip" and v is False)}
 
 
 def _check_train(student, teacher, train, where):

@@ -29,8 +29,16 @@ the intercept on the frozen features σ(w_j·x + b_j) with the skip v·x kept as
 frozen model: the target is y − v·x, so g gains −s μ1 ∘ (Wv) and the problem's ``variance``
 (the risk of a zero head) is Var(y − v·x) = V_Y − 2v·τ + |v|²; ``risk`` is E[(f′ − y)²].
 
-Teachers: additive links and networks (the engine's ridge teachers).  Multi-index (gated)
-teachers raise ``ValueError`` (their E[y x] is not wired here).
+Teachers: every kind.  For additive links and networks (the engine's ridge teachers) τ comes
+from the engine's cross moments of d linear units; for multi-index (gated) teachers
+y = κ·G(Ux), with G = Σ_A F_A h_A its normalized Hermite tensor, it is the linear Hermite part
+
+    τ = κ Uᵀ (F[e_1], …, F[e_k]),     E[G(ξ) ξ_l] = F[e_l]                               (SK-4)
+
+(gated y = κF(s)t: τ = κ E[F(Z)] u_2), exact from the stored entries (:func:`linear_part`).
+
+Certification: ``certify.loss`` brackets the loss by the same formula (SK-1) in Arb
+(``certify.loss.skip_loss``: rigorous wherever the ridge student's bracket is).
 
 References
 ----------
@@ -45,6 +53,26 @@ from . import family as _family
 from ._hermite import unit_coefficients
 from ._moments import UnitSet, student_units
 from .models import Params, RidgeFamily
+
+
+def linear_part(F) -> np.ndarray:
+    """(F[e_1], …, F[e_k]): the degree-one entries of the normalized Hermite tensor ``F``, i.e.
+    E[G(ξ) ξ] for G = Σ_A F_A h_A(ξ) (SK-4).
+
+    Exact when the tensor's unstored tail (``tail2``) lies beyond its stored degree, the
+    convention of :meth:`popdyn.teachers.MultiIndexTeacher.cross` (gated teachers: the gate's
+    coefficients beyond the table, of degree > 2).  A tensor of degree 0 with a non-zero tail
+    leaves the linear part unknown: ``ValueError``.
+    """
+    if F.tail2 > 0.0 and F.degree < 1:
+        raise ValueError("skip students need E[y x], the teacher's linear Hermite part; this "
+                         "multi-index teacher's tensor stores only degree 0 and its tail "
+                         "(tail2 > 0) may hold the degree-one entries: give them explicitly")
+    out = np.zeros(F.k)
+    one = F.idx.sum(axis=1) == 1
+    for A, val in zip(F.idx[one], F.val[one]):
+        out[int(np.argmax(A))] += val
+    return out
 
 
 class _SkipMoments:
@@ -75,17 +103,24 @@ class SkipFamily(RidgeFamily):
 
     # -- moments
     def _teacher_tau(self, teacher, tol):
-        """τ = E[y x] (d,), cached per teacher (teachers are immutable)."""
+        """τ = E[y x] (d,), cached per teacher (teachers are immutable).
+
+        Ridge teachers: the engine's cross moments of d linear units against the teacher's
+        units.  Multi-index (gated) teachers y = Σ_t w_t G_t(B_t x): the linear Hermite part,
+        τ = Σ_t w_t B_tᵀ (F_t[e_1], …, F_t[e_k]) (E[G(ξ) ξ_l] = F[e_l], h_1 = He_1), exact
+        from the stored tensor entries (SK-4)."""
         hit = self._tau.get(id(teacher))
         if hit is not None and hit[0] is teacher:
             return hit[1]
-        if not teacher.ridge:
-            raise ValueError("skip students (skip=True) support additive and network teachers; "
-                             "multi-index (gated) teachers are not implemented")
         d = self.student.d
-        lin = UnitSet("pl", np.ones(d), np.zeros(d), np.eye(d), np.zeros(d), np.ones(d))
-        Ct = teacher.cross(lin, tol)[0]
-        tau = Ct @ teacher.weights
+        if teacher.ridge:
+            lin = UnitSet("pl", np.ones(d), np.zeros(d), np.eye(d), np.zeros(d), np.ones(d))
+            Ct = teacher.cross(lin, tol)[0]
+            tau = Ct @ teacher.weights
+        else:
+            tau = np.zeros(d)
+            for w, B, F in teacher.hermite_terms(1):
+                tau += w * (B.T @ linear_part(F))
         if len(self._tau) > 8:
             self._tau.clear()
         self._tau[id(teacher)] = (teacher, tau)

@@ -73,9 +73,11 @@ TEACHER_FORBIDDEN = [r"\bteacher\.kind\b", r"\bT\.kind\b", r"kind == \"multi_ind
                      r"getattr\(teacher, \"kind\"", r"teacher\._cache", r"\._cache\["]
 
 
-def test_no_dispatch_on_teacher_kinds():
+@pytest.mark.parametrize("pkg", ["popdyn", "certify"])
+def test_no_dispatch_on_teacher_kinds(pkg):
+    """popdyn and certify (issue 18d) ask a teacher through its protocol or its class."""
     hits = []
-    for root, _, files in os.walk(os.path.join(ROOT, "popdyn")):
+    for root, _, files in os.walk(os.path.join(ROOT, pkg)):
         for f in files:
             path = os.path.join(root, f)
             if not f.endswith(".py") or os.sep + "teachers" + os.sep in path:

@@ -106,13 +106,19 @@ def test_training_learns_a_linear_teacher_part():
     assert 0 <= r.risk <= 2 * tr.loss[-1] + 1e-12      # refitting the head cannot do worse
 
 
-def test_certify_loss_numerical_bracket():
+def test_certify_loss_bracket():
+    """relu skip student against a relu network: a rigorous bracket (tests/certify/
+    test_certify_skip.py checks it against mpmath); against a gated teacher a numerical one."""
     import certify
 
     S, p, T = _state(1, "relu")
     res = certify.loss(S, p, T)
-    assert res.provenance == "numerical"
+    assert res.provenance == "rigorous"
     assert res.loss.contains(popdyn.population_loss(S, p, T))
+    G = popdyn.Teacher.gated("relu", T.U)
+    res = certify.loss(S, p, G)
+    assert res.provenance == "numerical"
+    assert res.loss.contains(popdyn.population_loss(S, p, G))
 
 
 def test_bad_skip_argument():
@@ -122,3 +128,150 @@ def test_bad_skip_argument():
     p = S.init(0, 0.5)
     with pytest.raises(ValueError, match="skip=False"):
         S.check(p.replace(v=np.ones(3)))
+
+
+SKIP_CFG = """
+name = "skip"
+[teacher]
+link = "relu"
+rank = 1
+[student]
+d = 4
+m = 3
+activation = "{act}"
+{skip}
+[init]
+scale = 0.1
+seeds = [0]
+[train]
+method = "gd"
+lr = 0.1
+max_updates = 30
+[schedule]
+every = 10
+[diagnostics]
+certify = false
+"""
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh"])
+def test_config_skip_trains_and_records_v(tmp_path, act):
+    """``[student] skip = true`` builds the skip student; the sweep stores v at every snapshot,
+    and the stored trajectory is the one of popdyn.train on the same student (same numbers)."""
+    from popdyn import config as C
+    from popdyn.experiments import Store, sweep
+
+    cfg = C.loads(SKIP_CFG.format(act=act, skip="skip = true"))
+    (run,) = C.expand(cfg)
+    assert run["student"]["skip"] is True
+    res = sweep(cfg, tmp_path / "s", workers=1, progress=False)
+    (key,) = res["keys"]
+    arr = Store(tmp_path / "s").arrays(key)
+    assert arr["v"].shape == (4, 4) and np.all(arr["v"][0] == 0.0)
+    S = popdyn.Student(4, 3, activation=act, skip=True)
+    T = popdyn.Teacher.additive("relu", np.eye(4)[:1])
+    tr = popdyn.train(S, S.init(0, 0.1, T), T, method="gd", lr=0.1, max_updates=30)
+    np.testing.assert_array_equal(arr["v"][-1], tr.final.v)
+    np.testing.assert_array_equal(arr["loss"], tr.loss)
+    assert arr["v"][-1][0] > 0.05                  # the linear part of relu is being learned
+
+
+def test_config_skip_false_keeps_the_run_key():
+    from popdyn import config as C
+    from popdyn.experiments.runner import spec_key
+
+    plain = C.expand(C.loads(SKIP_CFG.format(act="relu", skip="")))
+    off = C.expand(C.loads(SKIP_CFG.format(act="relu", skip="skip = false")))
+    on = C.expand(C.loads(SKIP_CFG.format(act="relu", skip="skip = true")))
+    assert "skip" not in plain[0]["student"] and "skip" not in off[0]["student"]
+    assert spec_key(plain[0]) == spec_key(off[0]) != spec_key(on[0])
+
+
+@pytest.mark.parametrize("skip, match", [("skip = 1", "skip must be true or false"),
+                                         ('skip = "yes"', "skip must be true or false"),
+                                         ("skips = true", "Did you mean 'skip'")])
+def test_config_bad_skip(skip, match):
+    from popdyn import config as C
+
+    with pytest.raises(C.ConfigError, match=match):
+        C.expand(C.loads(SKIP_CFG.format(act="relu", skip=skip)))
+
+
+def test_config_skip_swiglu_refused():
+    from popdyn import config as C
+
+    text = SKIP_CFG.format(act="swiglu", skip="skip = true")
+    with pytest.raises(C.ConfigError, match="SwiGLU student has no linear skip"):
+        C.expand(C.loads(text))
+
+
+def _mp_skip_increment(S, p, T_y_x):
+    """mpmath (30 digits) L(v) − L(0) = s Σ_j a_j E[σ_j v·x] + ½|v|² − E[y v·x], with
+    E[σ(w·x + b) v·x] = (θ·v) E[σ(|w| z + b) z] by one quadrature split at the kink, and
+    E[y v·x] given (``T_y_x``, an mpf)."""
+    import mpmath as mp
+
+    mp.mp.dps = 30
+    act = {"relu": lambda t: t if t > 0 else mp.mpf(0),
+           "silu": lambda t: t / (1 + mp.exp(-t))}[S.activation]
+    v = [mp.mpf(float(x)) for x in p.v]
+    tot = mp.mpf(0)
+    for j in range(S.m):
+        w = [mp.mpf(float(x)) for x in p.W[j]]
+        al = mp.sqrt(mp.fsum(x * x for x in w))
+        tv = mp.fsum(x * y for x, y in zip(w, v)) / al
+        b = mp.mpf(float(p.b[j]))
+        E = mp.quad(lambda z: act(al * z + b) * z * mp.npdf(z), [-mp.inf, -b / al, mp.inf])
+        tot += mp.mpf(float(p.a[j])) * tv * E
+    return S.s * tot + mp.fsum(x * x for x in v) / 2 - T_y_x
+
+
+@pytest.mark.parametrize("kind", ["gated:relu", "gated:gelu", "gated:tanh", "multi_index"])
+def test_multi_index_teachers(kind):
+    """Skip × multi-index: τ = E[y x] is the teacher's linear Hermite part (SK-4).  The skip
+    terms L(v) − L(0) against mpmath (E[F(Z)] by quadrature; the polynomial tensor exactly),
+    ∂L/∂v and ∂L/∂W against central differences."""
+    import mpmath as mp
+
+    mp.mp.dps = 30
+    d = 4
+    rng = np.random.default_rng(7)
+    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
+    v = np.array([0.3, -0.2, 0.1, 0.4])
+    kappa = 1.3
+    u = [[mp.mpf(float(x)) for x in row] for row in U]
+    uv = [mp.fsum(a * mp.mpf(float(b)) for a, b in zip(row, v)) for row in u]
+    if kind == "multi_index":
+        T = popdyn.Teacher.multi_index({(1, 1): 1.0, (1, 0): 0.5, (0, 1): -0.3, (3, 0): 0.2},
+                                       U, kappa)
+        Eyv = kappa * (mp.mpf(0.5) * uv[0] + mp.mpf(-0.3) * uv[1])
+    else:
+        gate = kind.split(":")[1]
+        T = popdyn.Teacher.gated(gate, U, kappa)
+        F = {"relu": lambda z: max(z, 0), "gelu": lambda z: z * mp.ncdf(z),
+             "tanh": mp.tanh}[gate]
+        EF = mp.quad(lambda z: F(z) * mp.npdf(z), [-mp.inf, 0, mp.inf])
+        Eyv = kappa * EF * uv[1]                    # E[F(s) t v·x] = κ E[F] (u_2·v)
+    for act in ("relu", "silu") if kind in ("gated:relu", "multi_index") else ("relu",):
+        S = popdyn.Student(d, 3, activation=act, skip=True)
+        p = S.init(3, 0.6, T).replace(v=v)
+        inc = popdyn.population_loss(S, p, T) - popdyn.population_loss(S, p.replace(v=0 * v), T)
+        ref = float(_mp_skip_increment(S, p, Eyv))
+        assert abs(inc - ref) <= 1e-12 * (1 + abs(ref)), (act, inc, ref)
+        g = popdyn.population_grad(S, p, T)
+        e = 1e-6
+        for f, idx in (("v", (1,)), ("v", (3,)), ("W", (0, 1)), ("a", (2,))):
+            x = getattr(p, f)
+            hi, lo = x.copy(), x.copy()
+            hi[idx] += e
+            lo[idx] -= e
+            fd = (popdyn.population_loss(S, p.replace(**{f: hi}), T)
+                  - popdyn.population_loss(S, p.replace(**{f: lo}), T)) / (2 * e)
+            assert abs(fd - getattr(g, f)[idx]) <= 1e-6 * (1 + abs(fd)), (act, f, idx)
+
+
+def test_multi_index_tail_at_degree_zero_refused():
+    T = popdyn.Teacher.multi_index({(0, 0): 1.0}, np.eye(3)[:2], tail2=0.1)
+    S = popdyn.Student(3, 2, skip=True)
+    with pytest.raises(ValueError, match="linear Hermite part"):
+        popdyn.population_loss(S, S.init(0, 0.5).replace(v=np.ones(3)), T)

@@ -1,0 +1,117 @@
+"""certify.loss for students with a linear skip (issue 18d): L = L_ridge + s Σ a_j E[σ′_j] w_j·v
+− v·E[y x] + ½|v|² in Arb (certify.loss.skip_loss).
+
+References: data/refs/skip_refs.json (mpmath nested quadrature at 35 digits of the whole loss,
+inputs as float64 hex; data/_precompute/skip_refs.py), not popdyn code.  The bracket must
+contain the 30-digit value (compared exactly), be tagged rigorous and be narrow; popdyn's float
+loss must agree to 1e−12 (relu family) / 1e−10 (smooth).  Properties: v = 0 gives the plain
+student's bracket, and the float loss lies within its own stated error of the bracket at
+random states.
+"""
+import json
+import os
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import certify
+import popdyn
+from certify.errors import CertificationError
+
+REFS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "refs", "skip_refs.json")
+with open(REFS) as fh:
+    _REFS = json.load(fh)
+
+
+def _h(x):
+    if isinstance(x, list):
+        return [_h(y) for y in x]
+    if isinstance(x, dict):
+        return {k: _h(y) for k, y in x.items()}
+    return float.fromhex(x) if isinstance(x, str) and x.startswith(("0x", "-0x")) else x
+
+
+def _build(inp):
+    t = inp["teacher"]
+    W = np.array(inp["W"])
+    S = popdyn.Student(W.shape[1], W.shape[0], activation=inp["act"], scaling=inp["scaling"],
+                       negative_slope=0.1, skip=True)
+    if t["kind"] == "additive":
+        T = popdyn.Teacher.additive(t["link"], np.array(t["U"]), np.array(t["weights"]))
+    else:
+        T = popdyn.Teacher.network(t["activation"], np.array(t["weights"]), np.array(t["U"]),
+                                   np.array(t["bias"]))
+    p = popdyn.Params(np.array(inp["a"]), W, np.array(inp["b"]), inp["c"], np.array(inp["v"]))
+    return S, p, T
+
+
+def _contains(br, ref: str):
+    return mp.mpf(br.lo) <= mp.mpf(ref) <= mp.mpf(br.hi)
+
+
+@pytest.mark.parametrize("i", range(len(_REFS["certify_cases"])))
+def test_skip_loss_against_mpmath(i):
+    mp.mp.dps = 40
+    case = _REFS["certify_cases"][i]
+    S, p, T = _build(_h(case["inputs"]))
+    res = certify.loss(S, p, T)
+    ref = case["loss"]
+    assert res.provenance == "rigorous"
+    assert _contains(res.loss, ref), (res.loss, ref)
+    assert res.loss.hi - res.loss.lo <= 1e-12 * float(ref)
+    tol = 1e-12 if S.act.kind == "pl" else 1e-10
+    assert abs(popdyn.population_loss(S, p, T) - float(ref)) <= tol * float(ref)
+
+
+@pytest.mark.parametrize("i", [0, 1])
+def test_one_neuron_cases(i):
+    """The one-neuron relu / silu cases of the float tests, now through certify."""
+    mp.mp.dps = 40
+    case = _REFS["cases"][i]
+    inp = _h(case["inputs"])
+    S = popdyn.Student(3, 1, activation=inp["act"], skip=True)
+    T = popdyn.Teacher.additive("h2", np.array(inp["u"])[None, :], np.array([inp["kappa"]]))
+    p = popdyn.Params([inp["a"]], np.array(inp["w"])[None, :], [inp["b"]], inp["c"],
+                      np.array(inp["v"]))
+    res = certify.loss(S, p, T)
+    assert res.provenance == "rigorous" and _contains(res.loss, case["loss"])
+
+
+def _state(seed, act, teacher):
+    rng = np.random.default_rng(seed)
+    d, m = 4, 3
+    S = popdyn.Student(d, m, activation=act, skip=True)
+    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
+    T = (popdyn.Teacher.network("relu", np.array([1.0, -0.6]), 1.3 * U, np.array([0.2, -0.1]))
+         if teacher == "network" else popdyn.Teacher.additive("h3+0.3h2", U))
+    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
+    return S, p, T
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), act=st.sampled_from(["relu", "leaky_relu", "erf"]),
+       teacher=st.sampled_from(["network", "additive"]))
+def test_v_zero_is_the_plain_bracket_and_float_loss_inside(seed, act, teacher):
+    S, p, T = _state(seed, act, teacher)
+    res = certify.loss(S, p, T)
+    assert res.provenance == "rigorous"
+    # the float loss within its own stated error (series estimate + rounding floor atol)
+    L, info = popdyn.population_loss(S, p, T, full_output=True)
+    slack = info["error"] + info["atol"]
+    assert res.loss.lo - slack <= L <= res.loss.hi + slack, (res.loss, L, slack)
+    p0 = p.replace(v=np.zeros(S.d))
+    b0 = certify.loss(S, p0, T).loss
+    plain = certify.loss(S.replace(skip=False), p0, T).loss
+    assert (b0.lo, b0.hi) == (plain.lo, plain.hi)
+
+
+def test_unsupported_pairs_are_numerical_and_no_gradient():
+    S, p, T = _state(2, "relu", "network")
+    G = popdyn.Teacher.multi_index({(1, 1): 1.0, (0, 1): 0.4}, T.subspace[:2])
+    res = certify.loss(S, p, G)
+    assert res.provenance == "numerical" and res.loss.contains(popdyn.population_loss(S, p, G))
+    with pytest.raises(CertificationError, match="gradient of a skip student"):
+        certify.loss(S, p, T, grad=True)
