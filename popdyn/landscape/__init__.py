@@ -30,6 +30,9 @@ from ._hessian import (Layout, flatten, hessian, layout, loss_grad_hessian, pl_k
 
 __all__ = ["Layout", "flatten", "hessian", "layout", "loss_grad_hessian", "pl_kernel",
            "relu_kernel", "spectrum", "supported", "unflatten"]
+from ._smooth import loss_grad_hessian as smooth_loss_grad_hessian  # smooth students (S-1..S-8)
+
+__all__ += ["smooth_loss_grad_hessian"]
 from ._critical import (KINDS, METHODS, Classification, CriticalPoint, Reduced,
                         boundary_derivative, classify, find_critical_points, reduce,
                         reduced_loss_grad_hessian, same_point)

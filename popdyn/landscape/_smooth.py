@@ -107,7 +107,9 @@ from .._hermite import Tails, _block_tails, unit_coefficients
 from .._hermite import mehler_moment_internal as _mehler
 from .._kernels import hermite as _kh
 from .._moments import _link_seqs, geometry, student_units
-from ._hessian import layout
+from ..teachers import Teacher
+from ..teachers.additive import AdditiveTeacher
+from ..teachers.network import NetworkTeacher
 
 __all__ = ["supported", "loss_grad_hessian", "SMOOTH_TEACHERS"]
 
@@ -116,12 +118,31 @@ SMOOTH_TEACHERS = ("network", "additive")
 _U = 2.0 ** -53
 
 
+# ------------------------------------------------------------------------------ layout
+class _Layout:
+    """The slices of :class:`popdyn.landscape.Layout` (order a, W row-major, b, v, c), built
+    here so that this module does not import :mod:`._hessian` (which dispatches to it)."""
+
+    def __init__(self, student):
+        m, d = int(student.m), int(student.d)
+        self.m, self.d = m, d
+        self.bias, self.skip, self.intercept = bool(student.bias), bool(student.skip), \
+            bool(student.intercept)
+        k = m + m * d
+        self.a, self.W = slice(0, m), slice(m, k)
+        self.b = slice(k, k + (m if self.bias else 0))
+        self.v = slice(self.b.stop, self.b.stop + (d if self.skip else 0))
+        self.c = slice(self.v.stop, self.v.stop + (1 if self.intercept else 0))
+        self.size = self.c.stop
+
+
+def layout(student) -> _Layout:
+    return _Layout(student)
+
+
 # ------------------------------------------------------------------------------ checks
 def supported(student, teacher) -> tuple:
     """(True, "") if this module applies to (student, teacher), else (False, reason)."""
-    from ..teachers import Teacher
-    from ..teachers.additive import AdditiveTeacher
-    from ..teachers.network import NetworkTeacher
     if getattr(student, "act", None) is None or student.act.kind != "smooth":
         return False, ("the smooth-student Hessian needs activation silu, gelu, tanh or erf; got "
                        f"{getattr(student, 'activation', None)!r}")
@@ -209,7 +230,6 @@ class _Teacher:
     ordinary tails (``Y2``) and a link's shifted derivative table (``Y2w``, CS-weighted tails)."""
 
     def __init__(self, teacher, tol, N):
-        from ..teachers.additive import AdditiveTeacher
         tu = teacher.units()
         self.tu = tu
         self.alpha = np.asarray(tu.al, dtype=np.float64)
@@ -259,7 +279,6 @@ class _Teacher:
 
 def _teacher_order(teacher, tol):
     """The smooth teacher units' own converged order at ``tol`` (0 otherwise)."""
-    from ..teachers.network import NetworkTeacher
     if isinstance(teacher, NetworkTeacher) and teacher.activation.kind == "smooth":
         tu = teacher.units()
         return unit_coefficients("smooth", tu.al, tu.be, code=tu.code, rtol=tol).N
@@ -267,7 +286,6 @@ def _teacher_order(teacher, tol):
 
 
 def _pl_partner(teacher):
-    from ..teachers.network import NetworkTeacher
     return not (isinstance(teacher, NetworkTeacher) and teacher.activation.kind == "smooth")
 
 
@@ -325,12 +343,13 @@ class _Mom:
 
 # ------------------------------------------------------------------------------ assembly
 def _assemble(lay, s, a, W, al, th, v, c, te_w, te_al, te_th, ey, ey2, tau, K, F, sgn, hessian,
-              x=1.0):
+              x=1.0, symmetrize=True):
     """(L, g, H) from moments ``K`` (dict of matrices) and first moments ``F``.
 
     ``sgn`` = −1 evaluates (S-7)/(S-8); the *bound mode* ``sgn`` = +1 with |inputs| and the
     moments' error estimates in K, F gives the propagated error (every term by its size);
-    ``x`` = 0 then drops the terms that hold no moment (c², |v|², the identity blocks)."""
+    ``x`` = 0 then drops the terms that hold no moment (c², |v|², the identity blocks).
+    ``symmetrize=False`` returns the diagonal blocks as assembled (for the symmetry test)."""
     m, d = lay.m, lay.d
     tv = th @ v                                                    # θ_i·v
     wv = al * tv                                                   # w_i·v
@@ -429,7 +448,7 @@ def _assemble(lay, s, a, W, al, th, v, c, te_w, te_al, te_th, ey, ey2, tau, K, F
     same = grp[:, None] == grp[None, :]
     upper = grp[:, None] < grp[None, :]
     H = np.where(same, H, 0.0) + np.where(upper, H, 0.0) + np.where(upper, H, 0.0).T
-    return L, gr, 0.5 * (H + H.T)
+    return L, gr, (0.5 * (H + H.T) if symmetrize else H)
 
 
 def _evaluate(student, params, teacher, tol, hessian, min_order=0):
