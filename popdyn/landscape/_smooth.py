@@ -83,8 +83,9 @@ link's shifted derivative table the truncation is bounded by Cauchy–Schwarz wi
 table's Σ_{n>N+1} dcoeffs_n²).  The estimates are propagated linearly through (S-7), (S-8)
 (every term by its absolute value), which gives error estimates of L, ∇L and ∇²L; ``atol`` is
 the float64 rounding floor :func:`popdyn.accuracy.rounding_floor` of the terms' sizes.  The
-contract: |ΔL| ≤ rtol·|L| + atol (as :func:`popdyn.population_loss`), max|Δ∇L| ≤ rtol·(size of
-the gradient's terms) + atol, max|Δ∇²L| ≤ rtol·max|∇²L| + atol (entrywise estimates, normwise
+contract: |ΔL| ≤ rtol·(size of the loss's terms, ½Σ|terms| ≥ |L|) + atol (L itself vanishes at a
+global minimum, where :func:`popdyn.population_loss`'s rtol·|L| cannot be met), max|Δ∇L| ≤
+rtol·(size of the gradient's terms) + atol, max|Δ∇²L| ≤ rtol·max|∇²L| + atol (entrywise estimates, normwise
 targets: single entries of ∇L and ∇²L may vanish); otherwise the series tolerance is tightened
 (÷100 per step down to :data:`popdyn.accuracy.RTOL_FLOOR`) and the Hermite order raised ×1.5
 per step (the shifted sequences (S-5) decay more slowly than S, Dd, whose tails set the
@@ -540,8 +541,9 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True, rtol: f
         eL = _acc.finite_or_inf(info["error_loss"])
         eg = _acc.finite_or_inf(np.max(info["error_grad"])) if g.size else 0.0
         bad = []
-        if not eL <= rtol * abs(L) + atol_L:
-            bad.append(("loss", eL, rtol * abs(L) + atol_L))
+        tL = rtol * max(abs(L), info["scale_loss"]) + atol_L
+        if not eL <= tL:
+            bad.append(("loss", eL, tL))
         if not eg <= rtol * gsc + atol_g:
             bad.append(("gradient", eg, rtol * gsc + atol_g))
         atol_H = 0.0

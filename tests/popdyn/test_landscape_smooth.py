@@ -235,3 +235,19 @@ def test_accuracy_warning_names_the_order_cap(monkeypatch):
         L, g, H, info = SM.loss_grad_hessian(student, p, TEACHERS["relu_net"](2), rtol=1e-13,
                                              full_output=True)
     assert not info["within_rtol"]
+
+
+def test_classify_smooth_student_in_full_coordinates():
+    # the teacher itself as a student state: the global minimum; a generic state: not critical
+    teacher = popdyn.Teacher.network("tanh", [1.0, -0.5], [[0.9, 0.2], [-0.3, 0.8]])
+    student = popdyn.Student(2, 2, "tanh", bias=False, intercept=False)
+    p = popdyn.Params([1.0, -0.5], [[0.9, 0.2], [-0.3, 0.8]], [0.0, 0.0], 0.0)
+    c = popdyn.landscape.classify((student, p), teacher)
+    assert c.kind == "global_min" and c.loss < 1e-20
+    # at the global minimum of a realizable smooth teacher the Hessian is the Gauss-Newton
+    # matrix E[∇f∇fᵀ] (positive semidefinite)
+    assert c.lambda_min >= -1e-12
+    q = popdyn.Params([0.7, -0.2], [[0.5, 0.4], [-0.1, 0.9]], [0.0, 0.0], 0.0)
+    assert popdyn.landscape.classify((student, q), teacher).kind == "not_critical"
+    with pytest.raises(ValueError, match="pruned"):
+        popdyn.landscape.classify((student, p), teacher, pruned=1)
