@@ -135,12 +135,14 @@ def _states(draw):
     bias, skip, intercept = (draw(st.booleans()) for _ in range(3))
     scaling = draw(st.sampled_from(["standard", "mean_field"]))
     seed = draw(st.integers(0, 2 ** 16))
-    geom = draw(st.sampled_from(["generic", "duplicate", "antiparallel", "zero"]))
+    geom = draw(st.sampled_from(["generic", "duplicate", "near", "antiparallel", "zero"]))
     rng = np.random.default_rng(seed)
     d = 2
     W = 0.9 * rng.normal(size=(m, d))
     if m > 1 and geom == "duplicate":
         W[1] = W[0]
+    elif m > 1 and geom == "near":
+        W[1] = W[0] + 1e-9 * rng.normal(size=d)
     elif m > 1 and geom == "antiparallel":
         W[1] = -0.7 * W[0]
     elif geom == "zero":
@@ -157,7 +159,21 @@ def _states(draw):
           suppress_health_check=[HealthCheck.too_slow])
 @given(_states())
 def test_hessian_is_the_derivative_of_the_engine_gradient(state):
-    student, p, teacher = state
+    _fd_check(*state)
+
+
+@pytest.mark.parametrize("geom,act,tk", [("near", "gelu", "relu_net"), ("zero", "silu", "h3_add"),
+                                         ("antiparallel", "erf", "tanh_add")])
+def test_fd_degenerate_geometry(geom, act, tk):
+    W = np.array([[0.7, -0.5], [0.7, -0.5 + 1e-9]]) if geom == "near" else (
+        np.array([[0.0, 0.0], [0.6, 0.9]]) if geom == "zero" else np.array([[0.7, -0.5],
+                                                                            [-0.49, 0.35]]))
+    student = popdyn.Student(2, 2, act, bias=True, skip=True)
+    p = popdyn.Params([0.8, -0.6], W, [0.1, -0.2], 0.05, [0.2, -0.1])
+    _fd_check(student, p, TEACHERS[tk](2))
+
+
+def _fd_check(student, p, teacher):
     L, g, H = SM.loss_grad_hessian(student, p, teacher)
     x = flatten(student, p)
     h = 1e-4
