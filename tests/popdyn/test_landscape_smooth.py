@@ -104,6 +104,9 @@ TEACHERS = {
     "tanh_net": lambda d: popdyn.Teacher.network("tanh", [1.1], np.eye(d)[:1] * 0.9, [0.2]),
     "h3_add": lambda d: popdyn.Teacher.additive("h3+0.3h2", np.eye(d)[:2], [1.0, 0.5]),
     "tanh_add": lambda d: popdyn.Teacher.additive("tanh", np.eye(d)[1:2]),
+    "leaky_net": lambda d: popdyn.Teacher.network("leaky_relu", [0.7, 0.5],
+                                                  [[0.6] + [0.0] * (d - 1), [0.3, -0.9] + [0.0] * (d - 2)],
+                                                  [-0.1, 0.3], negative_slope=0.2),
 }
 
 
@@ -112,7 +115,7 @@ def test_loss_and_gradient_match_engine(act):
     rng = np.random.default_rng(11)
     names = sorted(TEACHERS)
     k = ["silu", "gelu", "tanh", "erf"].index(act)
-    for tk in (names[k], names[(k + 1) % 4]):       # each teacher twice over the activations
+    for tk in (names[k], names[k + 1]):             # every teacher over the activations
         teacher = TEACHERS[tk](2)
         student = popdyn.Student(2, 3, act, bias=True, skip=True, intercept=True)
         p = popdyn.Params(rng.normal(size=3), 0.8 * rng.normal(size=(3, 2)),
@@ -155,7 +158,7 @@ def _states(draw):
     return student, p, TEACHERS[tk](d)
 
 
-@settings(max_examples=6, deadline=None, derandomize=True,
+@settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(_states())
 def test_hessian_is_the_derivative_of_the_engine_gradient(state):
@@ -190,7 +193,7 @@ def _fd_check(student, p, teacher):
     assert H.shape == (layout(student).size,) * 2
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=6, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(_states())
 def test_blocks_symmetric_before_symmetrization_and_permutation_equivariant(state):
