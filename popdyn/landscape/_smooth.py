@@ -19,9 +19,9 @@ s a_i σ″_i x xᵀ, ∂²f/∂w_i∂b_i = s a_i σ″_i x, ∂²f/∂b_i² = s
 **Stein reduction (DESIGN §3).**  For h(x) = F(z_i) G(z_j) (z affine in x),
 E[h x] = E[∇h] and E[h x xᵀ] = E[h] I + E[∇²h], so
 
-    E[F_i G_j x]   = E[F′_i G_j] w_i + E[F_i G′_j] w_j,                                          (S-3)
+    E[F_i G_j x]   = E[F′_i G_j] w_i + E[F_i G′_j] w_j,                                        (S-3)
     E[F_i G_j xxᵀ] = E[F_iG_j] I + E[F″_iG_j] w_iw_iᵀ + E[F′_iG′_j](w_iw_jᵀ + w_jw_iᵀ)
-                     + E[F_iG″_j] w_jw_jᵀ,                                                        (S-4)
+                     + E[F_iG″_j] w_jw_jᵀ,                                                     (S-4)
 
 e.g. E[σ′_iσ′_j x xᵀ] = E[σ′σ′] I + E[σ‴_iσ′_j] w_iw_iᵀ + E[σ″_iσ″_j](w_iw_jᵀ + w_jw_iᵀ) +
 E[σ′_iσ‴_j] w_jw_jᵀ; the third-order identity E[h x_ax_bx_c] = E[∂_abc h] + δ_ab E[∂_c h] +
@@ -35,7 +35,7 @@ the engine's sequences (:func:`popdyn._hermite.unit_coefficients`: S = E[σ h_n]
 Dd2 = E[ασ″ h_n]).  With
 
     S0 = S,  S1 = Dd,  U2 = Dd2/α = E[σ″ h_n],  U3[n] = √(n+1) U2[n+1] = E[ασ‴ h_n],
-    U4[n] = √(n+1) U3[n+1] = E[α²σ⁗ h_n],                                                        (S-5)
+    U4[n] = √(n+1) U3[n+1] = E[α²σ⁗ h_n],                                                      (S-5)
 
 each moment is a Mehler sum E[X_i Y_j] = Σ_n X_i[n] Y_j[n] ρ_ij^n and the α-powers of (S-4)
 are absorbed: E[σ‴_iσ′_j] α_i² = α_i·Σ U3_i S1_j ρⁿ, E[σ⁗_iσ_j] α_i² = Σ U4_i S0_j ρⁿ, etc.
@@ -47,7 +47,7 @@ the link tables plus the shifted derivative table √(n+1)·dcoeffs[n+1] for lin
 The matrices used (i, j students; k teacher units; all Mehler sums of (S-5)):
 
     K00 = E[σσ], K10 = E[σ′_iσ_j], K11 = E[σ′σ′], K20 = E[σ″_iσ_j], K21 = E[σ″_iσ′_j],
-    K22 = E[σ″σ″], K30 = E[α_iσ‴_iσ_j], K31 = E[α_iσ‴_iσ′_j], K40 = E[α_i²σ⁗_iσ_j],             (S-6)
+    K22 = E[σ″σ″], K30 = E[α_iσ‴_iσ_j], K31 = E[α_iσ‴_iσ′_j], K40 = E[α_i²σ⁗_iσ_j],            (S-6)
 
 and T00 … T40 likewise against the teacher (T22 = E[σ″_i α_kφ″_k]).  The Hessian blocks are
 (s the output scale, δ_ij Kronecker, ĝ_i(F) := E[g F(z_i)] the residual moments)
@@ -56,7 +56,7 @@ and T00 … T40 likewise against the teacher (T22 = E[σ″_i α_kφ″_k]).  Th
     ∂²L/∂a_i∂w_j   = s² a_j (α_i K11 θ_i + α_j K20_ji θ_j) + δ_ij s ĝ_i(σ′x),
     ∂²L/∂a_i∂b_j   = s² a_j K10_ji + δ_ij s ĝ_i(σ′),
     ∂²L/∂w_i∂w_jᵀ  = s² a_ia_j [K11 I + α_iK31 θ_iθ_iᵀ + α_iα_jK22 (θ_iθ_jᵀ + θ_jθ_iᵀ)
-                     + α_jK31_ji θ_jθ_jᵀ] + δ_ij s a_i ĝ_i(σ″xxᵀ),                               (S-7)
+                     + α_jK31_ji θ_jθ_jᵀ] + δ_ij s a_i ĝ_i(σ″xxᵀ),                             (S-7)
     ∂²L/∂w_i∂b_j   = s² a_ia_j (α_iK21 θ_i + α_jK21_ji θ_j) + δ_ij s a_i ĝ_i(σ″x),
     ∂²L/∂b_i∂b_j   = s² a_ia_j K11 + δ_ij s a_i ĝ_i(σ″),
     ∂²L/∂a_i∂v = sμ1_iα_iθ_i, ∂²L/∂w_i∂vᵀ = s a_i(μ1_i I + α_i e3_i θ_iθ_iᵀ),
@@ -85,9 +85,10 @@ table's Σ_{n>N+1} dcoeffs_n²).  The estimates are propagated linearly through 
 the float64 rounding floor :func:`popdyn.accuracy.rounding_floor` of the terms' sizes.  The
 contract: |ΔL| ≤ rtol·(size of the loss's terms, ½Σ|terms| ≥ |L|) + atol (L itself vanishes at a
 global minimum, where :func:`popdyn.population_loss`'s rtol·|L| cannot be met), max|Δ∇L| ≤
-rtol·(size of the gradient's terms) + atol, max|Δ∇²L| ≤ rtol·max|∇²L| + atol (entrywise estimates, normwise
-targets: single entries of ∇L and ∇²L may vanish); otherwise the series tolerance is tightened
-(÷100 per step down to :data:`popdyn.accuracy.RTOL_FLOOR`) and the Hermite order raised ×1.5
+rtol·(size of the gradient's terms) + atol, max|Δ∇²L| ≤ rtol·max|∇²L| + atol (entrywise
+estimates, normwise targets: single entries of ∇L and ∇²L may vanish); otherwise the series
+tolerance is tightened (÷100 per step down to :data:`popdyn.accuracy.RTOL_FLOOR`) and the
+Hermite order raised ×1.5
 per step (the shifted sequences (S-5) decay more slowly than S, Dd, whose tails set the
 engine's order) and, when the order cap :data:`popdyn.accuracy.ORDER_CAP` is reached, an
 :class:`popdyn.AccuracyWarning` names it (measured: tanh units with |w| = 3 against a relu
@@ -379,7 +380,8 @@ def _assemble(lay, s, a, W, al, th, v, c, te_w, te_al, te_th, ey, ey2, tau, K, F
     # loss (ridge part as RidgeFamily.loss, skip part as SK-1)
     ff = s * s * (a @ K00 @ a) + 2.0 * s * c * (a @ mu0) + x * c * c
     fy = s * (a @ (T00 @ te_w)) + c * ey
-    L = 0.5 * (ff + 2.0 * sgn * fy + ey2) + s * ((a * mu1) @ wv) + sgn * (v @ tau) + 0.5 * x * (v @ v)
+    L = (0.5 * (ff + 2.0 * sgn * fy + ey2) + s * ((a * mu1) @ wv) + sgn * (v @ tau)
+         + 0.5 * x * (v @ v))
     gr = np.zeros(lay.size)
     gr[lay.a] = s * g_s
     gr[lay.W] = (sa[:, None] * g_1x).ravel()

@@ -104,9 +104,9 @@ TEACHERS = {
     "tanh_net": lambda d: popdyn.Teacher.network("tanh", [1.1], np.eye(d)[:1] * 0.9, [0.2]),
     "h3_add": lambda d: popdyn.Teacher.additive("h3+0.3h2", np.eye(d)[:2], [1.0, 0.5]),
     "tanh_add": lambda d: popdyn.Teacher.additive("tanh", np.eye(d)[1:2]),
-    "leaky_net": lambda d: popdyn.Teacher.network("leaky_relu", [0.7, 0.5],
-                                                  [[0.6] + [0.0] * (d - 1), [0.3, -0.9] + [0.0] * (d - 2)],
-                                                  [-0.1, 0.3], negative_slope=0.2),
+    "leaky_net": lambda d: popdyn.Teacher.network(
+        "leaky_relu", [0.7, 0.5], [[0.6] + [0.0] * (d - 1), [0.3, -0.9] + [0.0] * (d - 2)],
+        [-0.1, 0.3], negative_slope=0.2),
 }
 
 
