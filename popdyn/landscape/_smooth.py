@@ -69,7 +69,7 @@ with μ0 = E[σ], μ1 = E[σ′], e2 = E[σ″], e3 = E[ασ‴], e4 = E[α²σ�
     ĝ_i(σ″xxᵀ) = s Σ_j a_j [K20 I + K40 θ_iθ_iᵀ + α_jK31 (θ_iθ_jᵀ + θ_jθ_iᵀ) + α_j²K22 θ_jθ_jᵀ]
                  + e5 (θ_i·v) θ_iθ_iᵀ + e3 ((θ_i·v) I + θ_ivᵀ + vθ_iᵀ) + c (e2 I + e4 θ_iθ_iᵀ)
                  − Σ_k v*_k [T20 I + T40 θ_iθ_iᵀ + α_kT31 (θ_iθ_kᵀ + θ_kθ_iᵀ)
-                             + α_kT22 θ_kθ_kᵀ]                                                   (S-8)
+                             + α_kT22 θ_kθ_kᵀ]                                       (S-8)
 
 (ĝ_i(σ″x), ĝ_i(σ″), ĝ_i(σ′x), ĝ_i(σ′) likewise from (S-3)).  The loss is the ridge family's
 plus the skip terms (popdyn.skip SK-1), the gradient the engine's (popdyn.objective); both are
