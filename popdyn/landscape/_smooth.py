@@ -91,8 +91,10 @@ estimates, normwise targets: single entries of ∇L and ∇²L may vanish); othe
 tolerance is tightened (÷100 per step down to :data:`popdyn.accuracy.RTOL_FLOOR`) and the
 Hermite order raised ×1.5
 per step (the shifted sequences (S-5) decay more slowly than S, Dd, whose tails set the
-engine's order) and, when the order cap :data:`popdyn.accuracy.ORDER_CAP` is reached, an
-:class:`popdyn.AccuracyWarning` names it (measured: tanh units with |w| = 3 against a relu
+engine's order) and, when the order cap :data:`popdyn.accuracy.ORDER_CAP` is reached or a step
+does not halve the excess (the estimate's floor of coefficient errors and rounding, which grows
+with the order, measured at 1e−12 to 1e−11 relative), an :class:`popdyn.AccuracyWarning` names
+it (measured: tanh units with |w| = 3 against a relu
 teacher reach it at rtol = 1e−10, estimate 2.5e−10).  All smooth tails are estimates, not
 bounds (as in the engine), and the teacher's E[y], E[y²] and E[y x] enter without an error
 term (closed forms or the engine's teacher moments).
@@ -536,6 +538,7 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True, rtol: f
     n_terms = int(student.m) * (int(student.m) + int(teacher.k) + 4)
     tol = float(rtol)
     min_order = 0
+    worst_prev = math.inf
     while True:
         L, g, H, info = _evaluate(student, params, teacher, tol, hessian, min_order)
         atol_L = _acc.rounding_floor(n_terms, info["scale_loss"])
@@ -561,8 +564,13 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True, rtol: f
         if not bad:
             break
         cap = None
+        worst = max(e / t if t > 0 else math.inf for _, e, t in bad)
         if info["order"] >= _acc.ORDER_CAP:
             cap = f"the Hermite order cap {_acc.ORDER_CAP} was reached"
+        elif worst > 0.5 * worst_prev:
+            cap = (f"the estimate stopped decreasing at Hermite order {info['order']} (its floor: "
+                   "coefficient errors and rounding, which grow with the order)")
+        worst_prev = worst
         if cap is not None:
             what, err, target = bad[0]
             _acc.warn(f"exact {what} of the smooth {student.activation} student", err, target,
