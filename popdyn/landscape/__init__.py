@@ -2,9 +2,14 @@
 
 Scope: bias-free relu and leaky-relu students (``popdyn.Student(..., bias=False)``; with or
 without the learned skip v·x, with or without the intercept, standard or mean-field scaling)
-against relu / leaky-relu network teachers without biases.  Students with biases and smooth
-activations are refused with a ``ValueError`` saying so (their exact Hessian is not
-implemented: see :func:`supported`).
+against relu / leaky-relu network teachers without biases; and smooth students (silu, gelu,
+tanh, erf; with or without biases, skip, intercept) against network teachers (relu /
+leaky-relu / smooth units, any biases) and additive teachers
+(:mod:`popdyn.landscape._smooth`: derivative Mehler series with an error estimate and the rtol
+contract; :func:`smooth_loss_grad_hessian` takes ``rtol`` and ``full_output``).  Other cases
+are refused with a ``ValueError`` saying why (see :func:`supported`).  The finder and
+:func:`classify` work in the reduced coordinates of positively homogeneous units and remain
+relu / leaky-relu only.
 
 * :func:`loss_grad_hessian`, :func:`hessian`, :func:`spectrum` -- exact L, ∇L, ∇²L from the
   arc-cosine closed forms (:mod:`popdyn.landscape._hessian`, formulas H-1..H-5), in the
@@ -30,6 +35,9 @@ from ._hessian import (Layout, flatten, hessian, layout, loss_grad_hessian, pl_k
 
 __all__ = ["Layout", "flatten", "hessian", "layout", "loss_grad_hessian", "pl_kernel",
            "relu_kernel", "spectrum", "supported", "unflatten"]
+from ._smooth import loss_grad_hessian as smooth_loss_grad_hessian  # smooth students (S-1..S-8)
+
+__all__ += ["smooth_loss_grad_hessian"]
 from ._critical import (KINDS, METHODS, Classification, CriticalPoint, Reduced,
                         boundary_derivative, classify, find_critical_points, reduce,
                         reduced_loss_grad_hessian, same_point)

@@ -205,8 +205,15 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
         a grid on the circle for d = 2, seeded random unit vectors otherwise).
     boundary_signs : sequence of ±1
         Signs of the removed units (a unit may come back with these signs only).
+
+    ``r`` may also be a pair ``(student, params)``: the rules are then applied to the full
+    Hessian :func:`loss_grad_hessian` (for smooth students, which have no homogeneity
+    reduction; ``pruned`` must be 0).
     """
-    L, g, H = reduced_loss_grad_hessian(r, teacher)
+    if isinstance(r, tuple):          # (student, params) in full coordinates (smooth students)
+        L, g, H = loss_grad_hessian(r[0], r[1], teacher)
+    else:
+        L, g, H = reduced_loss_grad_hessian(r, teacher)
     lam = np.linalg.eigvalsh(H)
     tol = eig_rtol * max(1.0, float(np.max(np.abs(lam))))
     gn = float(np.linalg.norm(g))
@@ -214,6 +221,8 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (DESIGN §2)
     Gmin = None
     if pruned:
+        if isinstance(r, tuple):
+            raise ValueError("`pruned` must be 0 when `r` is a (student, params) pair")
         dirs = _sphere(r.student.d, boundary_grid)
         G = np.concatenate([boundary_derivative(r, teacher, dirs, float(e))
                             for e in sorted(set(boundary_signs))])

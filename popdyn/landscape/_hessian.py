@@ -206,6 +206,9 @@ def supported(student, teacher) -> tuple:
     (False, reason)."""
     from ..teachers import Teacher
     from ..teachers.network import NetworkTeacher
+    if getattr(student, "act", None) is not None and student.act.kind == "smooth":
+        from ._smooth import supported as smooth_supported      # smooth students (issue 21)
+        return smooth_supported(student, teacher)
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")
@@ -275,6 +278,9 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
     ValueError
         Unsupported student / teacher (the message names what is supported), or a zero w_j.
     """
+    if getattr(student, "act", None) is not None and student.act.kind == "smooth":
+        from ._smooth import loss_grad_hessian as smooth_lgh    # smooth students (issue 21)
+        return smooth_lgh(student, params, teacher, hessian=hessian)
     _require(student, teacher)
     student.check(params)
     lay = layout(student)
