@@ -20,6 +20,14 @@ Usage:
         HMAX (integrator step convergence; stops at l <= 0.99).
     python benchmarks/protocol_probes.py swiglu SEED SCALE CONVENTION HEAD M CLOCK [MAX_UPDATES]
         h3 rank one at d=16: R_0, A_top(0), t_P (delta=1e-3), t_f, l_f.
+    python benchmarks/protocol_probes.py release SETTING SEED LOSS_STOP LOGFILE
+        Table 3 (data/configs/paper/table3.toml), the run of SETTING (e.g. h3) and SEED exactly
+        as the sweep integrates it (the runner's own build(), segments of [store]
+        checkpoint_every updates restarted from the last accepted step), but without the
+        per-update diagnostics, stopped at the normalized loss LOSS_STOP or the config's
+        horizon: writes "n t loss" of every update to LOGFILE as it goes (so a run cut short
+        still says how far it got), then t_P, t_f, l_f and the status.  For the paper's
+        l_stop = 0.5 of Table 3's h3 rows (Table 5, lines 327-333).
 """
 import sys
 import time
@@ -101,8 +109,56 @@ def swiglu_probe(seed, scale, conv, head, m=64, d=16, clock="standard", maxu=300
           f"lf {ell[-1]:.4f} {tr.status} n {tr.n[-1]} [{time.time() - t0:.0f}s]", flush=True)
 
 
+def release_probe(setting, seed, loss_stop, logfile):
+    from popdyn import config
+    from popdyn._paths import data_path
+    from popdyn.experiments.runner import build
+    from popdyn.experiments.sweep import plan
+
+    cfg = config.load(data_path("configs", "paper", "table3.toml"))
+    specs = [s for _, s in plan(cfg) if s["setting"] == setting and s["init"]["seed"] == seed]
+    if not specs:
+        raise SystemExit(f"no run of setting {setting!r} and seed {seed} in table3.toml")
+    spec = specs[0]
+    S, T, p, kw, _, _ = build(spec)
+    kw["loss_target"] = loss_stop
+    K, maxu = int(spec["store"]["checkpoint_every"]), int(kw["max_updates"])
+    VY = T.variance
+    n0, t0, h0, t_start = 0, 0.0, float(kw["h0"]), time.time()
+    ns, ts, ls = [0], [0.0], []
+    with open(logfile, "w", buffering=1) as fh:
+        fh.write(f"# {setting} seed {seed} loss stop {loss_stop}; spec train {kw}\n")
+
+        def rec(student, params, teacher, *, n, t, loss):
+            fh.write(f"{n + n0} {t + t0:.6f} {2 * loss / VY:.8f} {time.time() - t_start:.0f}\n")
+            return {}
+        while True:
+            skw = dict(kw, max_updates=min(K, maxu - n0), h0=min(max(h0, kw["h_min"]), kw["h_max"]))
+            skw["max_time"] = kw["max_time"] - t0
+            tr = popdyn.train(S, p, T, schedule=popdyn.Schedule(every=1, early=()),
+                              recorder=rec, **skw)
+            ell = list(tr.normalized_loss)
+            ls += ell if not ls else ell[1:]
+            ns += [n0 + int(x) for x in tr.n[1:]]
+            ts += [t0 + float(x) for x in tr.t[1:]]
+            if tr.n[-1] >= 1:
+                h0 = float(tr.t[-1] - tr.t[-2])
+            p, n0, t0 = tr.final, ns[-1], ts[-1]
+            if tr.status in ("converged", "diverged") or n0 >= maxu or tr.n[-1] == 0:
+                status = tr.status if tr.status in ("converged", "diverged") else "horizon"
+                break
+    pl = plateau(np.asarray(ls), delta=spec["diagnostics"]["delta"], n=np.asarray(ns),
+                 t=np.asarray(ts))
+    print(f"{setting} seed {seed}: t_P(exact prefix end) {pl.end_t:.2f} (n {pl.end_n}) "
+          f"t_f {ts[-1]:.2f} l_f {ls[-1]:.4f} n_f {ns[-1]} {status} "
+          f"[{time.time() - t_start:.0f}s]", flush=True)
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "release":
+        release_probe(a[2], int(a[3]), float(a[4]), a[5])
+        raise SystemExit(0)
     if a[1] == "relu":
         scaling, icpt, lr, conv = a[2], a[3], float(a[4]), a[5]
         maxu = int(a[6]) if len(a) > 6 else 1500
