@@ -20,14 +20,15 @@ Usage:
         HMAX (integrator step convergence; stops at l <= 0.99).
     python benchmarks/protocol_probes.py swiglu SEED SCALE CONVENTION HEAD M CLOCK [MAX_UPDATES]
         h3 rank one at d=16: R_0, A_top(0), t_P (delta=1e-3), t_f, l_f.
-    python benchmarks/protocol_probes.py release SETTING SEED LOSS_STOP LOGFILE
+    python benchmarks/protocol_probes.py release SETTING SEED LOSS_STOP LOGFILE [train.KEY=VALUE ...]
         Table 3 (data/configs/paper/table3.toml), the run of SETTING (e.g. h3) and SEED exactly
         as the sweep integrates it (the runner's own build(), segments of [store]
         checkpoint_every updates restarted from the last accepted step), but without the
         per-update diagnostics, stopped at the normalized loss LOSS_STOP or the config's
         horizon: writes "n t loss" of every update to LOGFILE as it goes (so a run cut short
         still says how far it got), then t_P, t_f, l_f and the status.  For the paper's
-        l_stop = 0.5 of Table 3's h3 rows (Table 5, lines 327-333).
+        l_stop = 0.5 of Table 3's h3 rows (Table 5, lines 327-333).  Optional train.KEY=VALUE
+        arguments change one [train] reading (e.g. train.head_lr_mult=1.0) for a probe.
 """
 import sys
 import time
@@ -109,7 +110,7 @@ def swiglu_probe(seed, scale, conv, head, m=64, d=16, clock="standard", maxu=300
           f"lf {ell[-1]:.4f} {tr.status} n {tr.n[-1]} [{time.time() - t0:.0f}s]", flush=True)
 
 
-def release_probe(setting, seed, loss_stop, logfile):
+def release_probe(setting, seed, loss_stop, logfile, overrides=()):
     from popdyn import config
     from popdyn._paths import data_path
     from popdyn.experiments.runner import build
@@ -122,6 +123,11 @@ def release_probe(setting, seed, loss_stop, logfile):
     spec = specs[0]
     S, T, p, kw, _, _ = build(spec)
     kw["loss_target"] = loss_stop
+    for ov in overrides:
+        k, v = ov.split("=", 1)
+        if not k.startswith("train."):
+            raise SystemExit(f"override {ov!r}: only train.KEY=VALUE")
+        kw[k[len("train."):]] = float(v)
     K, maxu = int(spec["store"]["checkpoint_every"]), int(kw["max_updates"])
     VY = T.variance
     n0, t0, h0, t_start = 0, 0.0, float(kw["h0"]), time.time()
@@ -157,7 +163,7 @@ def release_probe(setting, seed, loss_stop, logfile):
 if __name__ == "__main__":
     a = sys.argv
     if a[1] == "release":
-        release_probe(a[2], int(a[3]), float(a[4]), a[5])
+        release_probe(a[2], int(a[3]), float(a[4]), a[5], a[6:])
         raise SystemExit(0)
     if a[1] == "relu":
         scaling, icpt, lr, conv = a[2], a[3], float(a[4]), a[5]
