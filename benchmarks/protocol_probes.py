@@ -29,6 +29,16 @@ Usage:
         still says how far it got), then t_P, t_f, l_f and the status.  For the paper's
         l_stop = 0.5 of Table 3's h3 rows (Table 5, lines 327-333).  Optional train.KEY=VALUE
         arguments change one [train] reading (e.g. train.head_lr_mult=1.0) for a probe.
+    python benchmarks/protocol_probes.py links STORE NSEEDS [SECTION.KEY=VALUE ...]
+        Table 6 (data/configs/paper/table6.toml), seeds 0..NSEEDS-1 of the four links, with one
+        reading changed (e.g. teachers.normalize=true, train.head_lr_mult=1.0; VALUE in TOML
+        syntax), run through the sweep into STORE (runs already there are reused): medians of
+        t_P, t(l <= 0.99), A_top(P), R_0, R_P, Delta A_top, Delta R per link, and per seed.
+    python benchmarks/protocol_probes.py refitparts STORE NSEEDS
+        The Table 6 runs of h3 and h3+.3h2 in STORE (seeds 0..NSEEDS-1): the unrestricted refit
+        on the frozen features at 0 and at P split into the teacher's parts, y = h3 + 0.3 h2:
+        the risks of h3 alone, of h2 alone and of the mixture on the same features, and the
+        mixture's residual shares of h3, of 0.3 h2 and their cross term (units of V_Y = 1.09).
 """
 import sys
 import time
@@ -160,8 +170,74 @@ def release_probe(setting, seed, loss_stop, logfile, overrides=()):
           f"[{time.time() - t_start:.0f}s]", flush=True)
 
 
+def links_probe(store, nseeds, overrides=()):
+    import tomllib
+
+    from popdyn import config
+    from popdyn._paths import data_path
+    from popdyn.experiments.reproduce import _m_swiglu
+    from popdyn.experiments.store import Store
+    from popdyn.experiments.sweep import sweep
+
+    cfg = config.load(data_path("configs", "paper", "table6.toml"))
+    cfg["init"]["seeds"] = list(range(nseeds))
+    for ov in overrides:
+        k, v = ov.split("=", 1)
+        sec, key = k.split(".")
+        val = tomllib.loads(f"x = {v}")["x"]
+        for t in (cfg["teachers"] if sec == "teachers" else [cfg.setdefault(sec, {})]):
+            t[key] = val
+    st = Store(store)
+    t0 = time.time()
+    res = sweep(cfg, st, workers=1, progress=False)
+    rows = {}
+    for k in res["keys"]:
+        m = _m_swiglu(st.record(k), st.arrays(k))
+        rows.setdefault(st.record(k)["label"], []).append(m)
+    print(f"links {' '.join(overrides) or '(table6.toml as shipped)'}: seeds 0-{nseeds - 1}, "
+          f"{res['ran']} runs computed [{time.time() - t0:.0f}s]")
+    qs = ("t_P", "t_f", "A_top_P", "R_0", "R_P", "dA_top", "dR")
+    for lab, rs in rows.items():
+        print(f"  {lab:8s} " + " ".join(f"{q} {np.median([r[q] for r in rs]):.3f}" for q in qs))
+        print("           per seed dA " + " ".join(f"{r['dA_top']:.3f}" for r in rs)
+              + " | dR " + " ".join(f"{r['dR']:.3f}" for r in rs), flush=True)
+
+
+def refitparts_probe(store, nseeds):
+    from popdyn.config import make_student, teacher_from_table
+    from popdyn.experiments.runner import params_from
+    from popdyn.experiments.store import Store
+
+    st = Store(store)
+    for k in st.keys():
+        rec = st.record(k)
+        if (rec["spec"]["name"] != "paper_table6" or rec["label"] not in ("h3", "h3+.3h2")
+                or rec["seed"] >= nseeds or rec["spec"]["teacher"].get("normalize")
+                or rec["spec"]["train"]["head_lr_mult"] != 0.01):
+            continue
+        arr = st.arrays(k)
+        S = make_student(rec["spec"]["student"])
+        T = {nm: teacher_from_table({"link": nm, "rank": 1}, S.d) for nm in ("h3", "h2", "h3+0.3h2")}
+        snap = np.asarray(arr["snap_n"])
+        out = []
+        for n in (0, rec["plateau"]["P_n"]):
+            i = int(np.searchsorted(snap, n, side="right")) - 1
+            p = params_from(S, arr, i)
+            u = {nm: popdyn.refit_risk(S, p, t).risk for nm, t in T.items()}
+            u3, u2, um = u["h3"], 0.09 * u["h2"], u["h3+0.3h2"]
+            out.append(f"R(h3) {u3:.4f} R(h2) {u['h2']:.4f} R(mix) {um / 1.09:.4f} = h3 share "
+                       f"{u3 / 1.09:.4f} + 0.3h2 share {u2 / 1.09:.4f} + cross {(um - u3 - u2) / 1.09:+.4f}")
+        print(f"{rec['label']} run, seed {rec['seed']}: at 0: {out[0]}\n    at P: {out[1]}", flush=True)
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "links":
+        links_probe(a[2], int(a[3]), a[4:])
+        raise SystemExit(0)
+    if a[1] == "refitparts":
+        refitparts_probe(a[2], int(a[3]))
+        raise SystemExit(0)
     if a[1] == "release":
         release_probe(a[2], int(a[3]), float(a[4]), a[5], a[6:])
         raise SystemExit(0)
