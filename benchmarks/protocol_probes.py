@@ -20,6 +20,25 @@ Usage:
         HMAX (integrator step convergence; stops at l <= 0.99).
     python benchmarks/protocol_probes.py swiglu SEED SCALE CONVENTION HEAD M CLOCK [MAX_UPDATES]
         h3 rank one at d=16: R_0, A_top(0), t_P (delta=1e-3), t_f, l_f.
+    python benchmarks/protocol_probes.py release SETTING SEED LOSS_STOP LOGFILE [train.KEY=VALUE ...]
+        Table 3 (data/configs/paper/table3.toml), the run of SETTING (e.g. h3) and SEED exactly
+        as the sweep integrates it (the runner's own build(), segments of [store]
+        checkpoint_every updates restarted from the last accepted step), but without the
+        per-update diagnostics, stopped at the normalized loss LOSS_STOP or the config's
+        horizon: writes "n t loss" of every update to LOGFILE as it goes (so a run cut short
+        still says how far it got), then t_P, t_f, l_f and the status.  For the paper's
+        l_stop = 0.5 of Table 3's h3 rows (Table 5, lines 327-333).  Optional train.KEY=VALUE
+        arguments change one [train] reading (e.g. train.head_lr_mult=1.0) for a probe.
+    python benchmarks/protocol_probes.py links STORE NSEEDS [SECTION.KEY=VALUE ...]
+        Table 6 (data/configs/paper/table6.toml), seeds 0..NSEEDS-1 of the four links, with one
+        reading changed (e.g. teachers.normalize=true, train.head_lr_mult=1.0; VALUE in TOML
+        syntax), run through the sweep into STORE (runs already there are reused): medians of
+        t_P, t(l <= 0.99), A_top(P), R_0, R_P, Delta A_top, Delta R per link, and per seed.
+    python benchmarks/protocol_probes.py refitparts STORE NSEEDS
+        The Table 6 runs of h3 and h3+.3h2 in STORE (seeds 0..NSEEDS-1): the unrestricted refit
+        on the frozen features at 0 and at P split into the teacher's parts, y = h3 + 0.3 h2:
+        the risks of h3 alone, of h2 alone and of the mixture on the same features, and the
+        mixture's residual shares of h3, of 0.3 h2 and their cross term (units of V_Y = 1.09).
 """
 import sys
 import time
@@ -101,8 +120,127 @@ def swiglu_probe(seed, scale, conv, head, m=64, d=16, clock="standard", maxu=300
           f"lf {ell[-1]:.4f} {tr.status} n {tr.n[-1]} [{time.time() - t0:.0f}s]", flush=True)
 
 
+def release_probe(setting, seed, loss_stop, logfile, overrides=()):
+    from popdyn import config
+    from popdyn._paths import data_path
+    from popdyn.experiments.runner import build
+    from popdyn.experiments.sweep import plan
+
+    cfg = config.load(data_path("configs", "paper", "table3.toml"))
+    specs = [s for _, s in plan(cfg) if s["setting"] == setting and s["init"]["seed"] == seed]
+    if not specs:
+        raise SystemExit(f"no run of setting {setting!r} and seed {seed} in table3.toml")
+    spec = specs[0]
+    S, T, p, kw, _, _ = build(spec)
+    kw["loss_target"] = loss_stop
+    for ov in overrides:
+        k, v = ov.split("=", 1)
+        if not k.startswith("train."):
+            raise SystemExit(f"override {ov!r}: only train.KEY=VALUE")
+        kw[k[len("train."):]] = float(v)
+    K, maxu = int(spec["store"]["checkpoint_every"]), int(kw["max_updates"])
+    VY = T.variance
+    n0, t0, h0, t_start = 0, 0.0, float(kw["h0"]), time.time()
+    ns, ts, ls = [0], [0.0], []
+    with open(logfile, "w", buffering=1) as fh:
+        fh.write(f"# {setting} seed {seed} loss stop {loss_stop}; spec train {kw}\n")
+
+        def rec(student, params, teacher, *, n, t, loss):
+            fh.write(f"{n + n0} {t + t0:.6f} {2 * loss / VY:.8f} {time.time() - t_start:.0f}\n")
+            return {}
+        while True:
+            skw = dict(kw, max_updates=min(K, maxu - n0), h0=min(max(h0, kw["h_min"]), kw["h_max"]))
+            skw["max_time"] = kw["max_time"] - t0
+            tr = popdyn.train(S, p, T, schedule=popdyn.Schedule(every=1, early=()),
+                              recorder=rec, **skw)
+            ell = list(tr.normalized_loss)
+            ls += ell if not ls else ell[1:]
+            ns += [n0 + int(x) for x in tr.n[1:]]
+            ts += [t0 + float(x) for x in tr.t[1:]]
+            if tr.n[-1] >= 1:
+                h0 = float(tr.t[-1] - tr.t[-2])
+            p, n0, t0 = tr.final, ns[-1], ts[-1]
+            if tr.status in ("converged", "diverged") or n0 >= maxu or tr.n[-1] == 0:
+                status = tr.status if tr.status in ("converged", "diverged") else "horizon"
+                break
+    pl = plateau(np.asarray(ls), delta=spec["diagnostics"]["delta"], n=np.asarray(ns),
+                 t=np.asarray(ts))
+    print(f"{setting} seed {seed}: t_P(exact prefix end) {pl.end_t:.2f} (n {pl.end_n}) "
+          f"t_f {ts[-1]:.2f} l_f {ls[-1]:.4f} n_f {ns[-1]} {status} "
+          f"[{time.time() - t_start:.0f}s]", flush=True)
+
+
+def links_probe(store, nseeds, overrides=()):
+    import tomllib
+
+    from popdyn import config
+    from popdyn._paths import data_path
+    from popdyn.experiments.reproduce import _m_swiglu
+    from popdyn.experiments.store import Store
+    from popdyn.experiments.sweep import sweep
+
+    cfg = config.load(data_path("configs", "paper", "table6.toml"))
+    cfg["init"]["seeds"] = list(range(nseeds))
+    for ov in overrides:
+        k, v = ov.split("=", 1)
+        sec, key = k.split(".")
+        val = tomllib.loads(f"x = {v}")["x"]
+        for t in (cfg["teachers"] if sec == "teachers" else [cfg.setdefault(sec, {})]):
+            t[key] = val
+    st = Store(store)
+    t0 = time.time()
+    res = sweep(cfg, st, workers=1, progress=False)
+    rows = {}
+    for k in res["keys"]:
+        m = _m_swiglu(st.record(k), st.arrays(k))
+        rows.setdefault(st.record(k)["label"], []).append(m)
+    print(f"links {' '.join(overrides) or '(table6.toml as shipped)'}: seeds 0-{nseeds - 1}, "
+          f"{res['ran']} runs computed [{time.time() - t0:.0f}s]")
+    qs = ("t_P", "t_f", "A_top_P", "R_0", "R_P", "dA_top", "dR")
+    for lab, rs in rows.items():
+        print(f"  {lab:8s} " + " ".join(f"{q} {np.median([r[q] for r in rs]):.3f}" for q in qs))
+        print("           per seed dA " + " ".join(f"{r['dA_top']:.3f}" for r in rs)
+              + " | dR " + " ".join(f"{r['dR']:.3f}" for r in rs), flush=True)
+
+
+def refitparts_probe(store, nseeds):
+    from popdyn.config import make_student, teacher_from_table
+    from popdyn.experiments.runner import params_from
+    from popdyn.experiments.store import Store
+
+    st = Store(store)
+    for k in st.keys():
+        rec = st.record(k)
+        if (rec["spec"]["name"] != "paper_table6" or rec["label"] not in ("h3", "h3+.3h2")
+                or rec["seed"] >= nseeds or rec["spec"]["teacher"].get("normalize")
+                or rec["spec"]["train"]["head_lr_mult"] != 0.01):
+            continue
+        arr = st.arrays(k)
+        S = make_student(rec["spec"]["student"])
+        T = {nm: teacher_from_table({"link": nm, "rank": 1}, S.d) for nm in ("h3", "h2", "h3+0.3h2")}
+        snap = np.asarray(arr["snap_n"])
+        out = []
+        for n in (0, rec["plateau"]["P_n"]):
+            i = int(np.searchsorted(snap, n, side="right")) - 1
+            p = params_from(S, arr, i)
+            u = {nm: popdyn.refit_risk(S, p, t).risk for nm, t in T.items()}
+            u3, u2, um = u["h3"], 0.09 * u["h2"], u["h3+0.3h2"]
+            out.append(f"R(h3) {u3:.4f} R(h2) {u['h2']:.4f} R(mix) {um / 1.09:.4f} = h3 share "
+                       f"{u3 / 1.09:.4f} + 0.3h2 share {u2 / 1.09:.4f} + cross {(um - u3 - u2) / 1.09:+.4f}")
+        print(f"{rec['label']} run, seed {rec['seed']}: at 0: {out[0]}\n    at P: {out[1]}", flush=True)
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "links":
+        links_probe(a[2], int(a[3]), a[4:])
+        raise SystemExit(0)
+    if a[1] == "refitparts":
+        refitparts_probe(a[2], int(a[3]))
+        raise SystemExit(0)
+    if a[1] == "release":
+        release_probe(a[2], int(a[3]), float(a[4]), a[5], a[6:])
+        raise SystemExit(0)
     if a[1] == "relu":
         scaling, icpt, lr, conv = a[2], a[3], float(a[4]), a[5]
         maxu = int(a[6]) if len(a) > 6 else 1500
