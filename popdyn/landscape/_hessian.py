@@ -209,9 +209,9 @@ def supported(student, teacher) -> tuple:
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")
-    if student.bias:
-        return False, ("the exact Hessian is implemented for bias-free students (bias=False); "
-                       "students with biases are not supported yet")
+    if student.bias:                       # students with biases: popdyn.landscape._biased
+        from ._biased import supported as _biased_supported
+        return _biased_supported(student, teacher)
     if not isinstance(teacher, Teacher):
         return False, f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}"
     if not isinstance(teacher, NetworkTeacher) or teacher.activation.kind != "pl":
@@ -276,6 +276,9 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
         Unsupported student / teacher (the message names what is supported), or a zero w_j.
     """
     _require(student, teacher)
+    if student.bias:                       # formulas B-1..B-10 of popdyn.landscape._biased
+        from ._biased import loss_grad_hessian as _biased_lgh
+        return _biased_lgh(student, params, teacher, hessian=hessian)
     student.check(params)
     lay = layout(student)
     m, d, s = lay.m, lay.d, student.s
