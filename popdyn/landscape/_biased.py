@@ -1,7 +1,8 @@
 r"""Exact population loss, gradient and Hessian of relu / leaky-relu students WITH biases.
 
 Students: ``popdyn.Student(d, m, activation in {"relu", "leaky_relu"}, bias=True, skip=...,
-intercept=..., scaling=...)``, f(x) = s Σ_j a_j σ(z_j) + v·x + c, z_j = w_j·x + b_j,
+intercept=..., scaling=...)`` (and bias-free students against teachers with biases: the same
+formulas at b = 0, the b rows and columns dropped), f(x) = s Σ_j a_j σ(z_j) + v·x + c, z_j = w_j·x + b_j,
 σ = p·relu + q·id; teachers ``popdyn.Teacher.network(relu or leaky_relu, V, U, bias)``,
 y = Σ_k v*_k σ*(t_k), t_k = u_k·x + β_k, with or without biases.  x ~ N(0, I_d), x̃ = (x, 1),
 w̃ = (w, b) (so z = w̃·x̃), g = f − y, 1_j = 1{z_j > 0}, X̃ = E[x̃x̃ᵀ] = I_{d+1}.
@@ -356,7 +357,8 @@ class _Terms:
 
 class _Lay:
     """Index ranges of the flat vector (the order of :class:`popdyn.landscape.Layout`: a, W
-    row-major, b, v, c; kept here so that this module does not import :mod:`._hessian`)."""
+    row-major, b, v, c; kept here so that this module does not import :mod:`._hessian`).
+    The b block is always present; :meth:`free` drops it for a bias-free student."""
 
     def __init__(self, student):
         m, d = student.m, student.d
@@ -367,6 +369,13 @@ class _Lay:
         self.v = slice(self.b.stop, self.b.stop + (d if self.skip else 0))
         self.c = slice(self.v.stop, self.v.stop + (1 if self.intercept else 0))
         self.size = self.c.stop
+
+    def free(self, student):
+        """Indices of the student's free coordinates (b dropped when ``bias=False``)."""
+        keep = np.ones(self.size, dtype=bool)
+        if not student.bias:
+            keep[self.b] = False
+        return np.flatnonzero(keep)
 
     def flatten(self, P):
         parts = [P.a, np.asarray(P.W).ravel(), P.b]
@@ -406,7 +415,7 @@ def own_gradient(student, params, teacher) -> np.ndarray:
         g[lay.v] = t.cr @ t.Rall[:, :lay.d] + t.wl[:lay.d]
     if lay.intercept:
         g[lay.c] = t.cr @ t.Rall[:, lay.d] + t.wl[lay.d]
-    return g
+    return g[lay.free(student)]
 
 
 def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
@@ -415,8 +424,8 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
     Parameters
     ----------
     student : popdyn.Student
-        ``activation`` relu or leaky_relu, ``bias=True``; ``skip``, ``intercept`` and
-        ``scaling`` free.
+        ``activation`` relu or leaky_relu, ``bias=True`` (or ``bias=False`` against a teacher
+        with biases); ``skip``, ``intercept`` and ``scaling`` free.
     params : popdyn.Params
         The state; every w_j must be nonzero.
     teacher : popdyn.Teacher
@@ -444,7 +453,8 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
     lay = _Lay(student)
     M = fam.moments(params, teacher, need="grad")
     L = float(fam.loss(params, teacher, M))
-    g = lay.flatten(fam.grad(params, teacher, M))
+    free = lay.free(student)
+    g = lay.flatten(fam.grad(params, teacher, M))[free]
     if not hessian:
         return L, g, None
     t = _Terms(student, params, teacher)
@@ -486,4 +496,4 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
             H[idx[i], ic] = s * a[i] * t.Sd[i][:, d]
     # the blocks were written above or on the diagonal: mirror the upper triangle
     H = np.triu(H) + np.triu(H, 1).T
-    return L, g, H
+    return L, g, H[np.ix_(free, free)]

@@ -217,8 +217,9 @@ def supported(student, teacher) -> tuple:
     if not isinstance(teacher, NetworkTeacher) or teacher.activation.kind != "pl":
         return False, ("the exact Hessian needs a relu / leaky_relu network teacher "
                        f"(popdyn.Teacher.network); got a {type(teacher).__name__}")
-    if np.any(teacher.bias != 0):
-        return False, "the exact Hessian needs a teacher without biases"
+    if np.any(teacher.bias != 0):          # teachers with biases: popdyn.landscape._biased
+        from ._biased import supported as _biased_supported
+        return _biased_supported(student, teacher)
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has input dimension {teacher.d} but the student has "
                          f"d = {student.d}")
@@ -276,7 +277,7 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
         Unsupported student / teacher (the message names what is supported), or a zero w_j.
     """
     _require(student, teacher)
-    if student.bias:                       # formulas B-1..B-10 of popdyn.landscape._biased
+    if student.bias or np.any(teacher.bias != 0):     # B-1..B-10 of popdyn.landscape._biased
         from ._biased import loss_grad_hessian as _biased_lgh
         return _biased_lgh(student, params, teacher, hessian=hessian)
     student.check(params)
