@@ -1,13 +1,15 @@
 """Population loss landscapes (issue 21): exact Hessians, critical points and their classification.
 
-Scope: bias-free relu and leaky-relu students (``popdyn.Student(..., bias=False)``; with or
-without the learned skip v·x, with or without the intercept, standard or mean-field scaling)
-against relu / leaky-relu network teachers without biases.  Students with biases and smooth
-activations are refused with a ``ValueError`` saying so (their exact Hessian is not
-implemented: see :func:`supported`).
+Scope: relu and leaky-relu students (with or without the learned skip v·x, with or without
+the intercept, standard or mean-field scaling) against relu / leaky-relu network teachers:
+bias-free students against bias-free teachers by the arc-cosine closed forms, students with
+biases (``popdyn.Student(..., bias=True)``), or any PL student against a teacher with biases,
+by the truncated bivariate moments of :mod:`popdyn.landscape._biased`.  Smooth activations
+and other teachers are refused with a ``ValueError`` saying so (see :func:`supported`).
 
 * :func:`loss_grad_hessian`, :func:`hessian`, :func:`spectrum` -- exact L, ∇L, ∇²L from the
-  arc-cosine closed forms (:mod:`popdyn.landscape._hessian`, formulas H-1..H-5), in the
+  arc-cosine closed forms (:mod:`popdyn.landscape._hessian`, formulas H-1..H-5) or, with
+  biases, formulas B-1..B-10 of :mod:`popdyn.landscape._biased`, in the
   flattening order of :class:`Layout` (a, W row-major, b, v, c; fixed parameters omitted);
   :func:`flatten` / :func:`unflatten` convert.
 * :func:`reduce`, :class:`Reduced`, :func:`reduced_loss_grad_hessian` -- reduced coordinates
