@@ -497,3 +497,31 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
     # the blocks were written above or on the diagonal: mirror the upper triangle
     H = np.triu(H) + np.triu(H, 1).T
     return L, g, H[np.ix_(free, free)]
+
+
+def new_unit_correlation(student, params, teacher, Wn, bn) -> np.ndarray:
+    """E[(f − y) σ(w·x + b)] for each new unit (rows of ``Wn`` (n, d), ``bn`` (n,); w ≠ 0), σ the
+    student's activation: the one-sided derivative ∂L/∂t at t = 0 of adding the unit t·σ(w·x + b)
+    is s·sign·(this) (the boundary test of :func:`popdyn.landscape.classify`).
+
+    With relu(z_n) = z_n 1_n: E[relu(z_r) relu(z_n)] = w̃_n · E[relu(z_r) 1_n x̃] (B-7, B-8), and
+    E[g z_n] = w̃_n · E[g x̃].
+    """
+    _require(student, teacher)
+    t = _Terms(student, params, teacher)
+    Wn = np.atleast_2d(np.asarray(Wn, dtype=np.float64))
+    bn = np.asarray(bn, dtype=np.float64).reshape(-1)
+    nn = np.linalg.norm(Wn, axis=1)
+    if np.any(nn == 0):
+        raise ValueError("`Wn` has a zero row: a new unit needs w ≠ 0")
+    Tn, an = Wn / nn[:, None], -bn / nn
+    Wtn = np.concatenate([Wn, bn[:, None]], axis=1)
+    M, n, d = t.N.size, Wn.shape[0], t.d
+    rr, jj = np.meshgrid(np.arange(M), np.arange(n), indexing="ij")
+    rr, jj = rr.ravel(), jj.ravel()
+    pr = _Pairs(t.N[rr], t.TT[rr], t.AA[rr], nn[jj], Tn[jj], an[jj])
+    RB = pr.relu_ind().reshape(M, n, d + 1)                           # E[relu_r 1_n x̃]
+    _, Rn, _ = _single(nn, Tn, an)                                    # E[relu_n x̃]
+    Eg_x = np.concatenate([t.cr @ t.Rall[:, :d], [t.cr @ t.Rall[:, d]]]) + t.wl   # E[g x̃]
+    relu_part = (np.einsum("r,rna,na->n", t.cr, RB, Wtn) + Rn @ t.wl)
+    return t.p * relu_part + t.q * (Wtn @ Eg_x)

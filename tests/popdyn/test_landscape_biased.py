@@ -238,3 +238,44 @@ def test_bad_input():
         ls.hessian(st1, popdyn.Params([1.0], [[1.0, 0.0]], [0.0]),
                    popdyn.Teacher.network("tanh", [1.0], [[1.0, 0.0]]))
     assert ls.supported(st1, T) == (True, "")
+
+
+def test_finder_and_classifier_with_biases():
+    """Reduced coordinates ũ = |a|(w, b) (orbit (a, w, b) → (a/λ, λw, λb)): at the global
+    minimum the full Hessian annihilates the gauge directions and the reduced Hessian is
+    positive definite; trust-exact from declared starts reaches the teacher (up to permutation),
+    classified global_min; the boundary derivative of adding a unit tσ(θ·x + β) equals the
+    engine's one-sided difference quotient."""
+    U = np.array([[1.0, 0.3], [-0.4, 0.9]])
+    V, beta = np.array([1.0, 0.8]), np.array([0.3, -0.5])
+    T = popdyn.Teacher.network("relu", V, U, bias=beta)
+    st_ = popdyn.Student(2, 2, "relu", bias=True, skip=False, intercept=True)
+    lam = np.array([2.0, 0.5])
+    p = popdyn.Params(V / lam, U * lam[:, None], beta * lam, 0.0)
+    L, g, H = ls.loss_grad_hessian(st_, p, T)
+    assert L <= 1e-15 and np.max(np.abs(g)) <= 1e-14
+    lay = ls.layout(st_)
+    for j in range(2):
+        z = np.zeros(lay.size)
+        z[lay.a.start + j] = -p.a[j]
+        z[lay.W.start + 2 * j:lay.W.start + 2 * j + 2] = p.W[j]
+        z[lay.b.start + j] = p.b[j]
+        assert np.max(np.abs(H @ z)) <= 1e-13
+    r = ls.reduce(st_, p)
+    np.testing.assert_allclose(r.units(), np.column_stack([U, beta]) * V[:, None], atol=1e-15)
+    assert np.linalg.eigvalsh(ls.reduced_loss_grad_hessian(r, T)[2])[0] > 1e-2
+    starts = [st_.init(s, 1.0).replace(a=np.abs(st_.init(s, 1.0).a)) for s in range(2)]
+    pts, fails = ls.find_critical_points(st_, T, starts)
+    assert not fails and len(pts) == 1 and pts[0].kind == "global_min"
+    assert ls.same_point(pts[0].point, r)
+    # boundary derivative against the engine
+    st1 = popdyn.Student(2, 1, "relu", bias=True, skip=False, intercept=True)
+    r1 = ls.Reduced(st1, np.ones(1), np.array([[0.8, 0.2]]), np.zeros(2), 0.1, np.array([0.2]))
+    th = np.array([[0.3, -0.8, 0.5]])
+    G = ls.boundary_derivative(r1, T, th)[0]
+    th = th / np.linalg.norm(th)
+    st2 = st1.replace(m=2)
+    vals = [popdyn.population_loss(st2, popdyn.Params([1.0, 1.0], [[0.8, 0.2], t * th[0, :2]],
+                                                      [0.2, t * th[0, 2]], 0.1), T)
+            for t in (0.0, 1e-6)]
+    assert abs((vals[1] - vals[0]) / 1e-6 - G) <= 1e-5 * max(1.0, abs(G))
