@@ -4,7 +4,10 @@ Independent of popdyn (no popdyn import).  d = 2, x ~ N(0, I_2).  Student
 f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c, σ = p relu + q id; teacher y = Σ_k v*_k σ*(u_k·x + β_k).
 With g = f − y and x̃ = (x, 1):
 
-    L = ½E[g²],   ∇L = E[g ∇f],   ∇²L = E[∇f ∇fᵀ] + Σ_j s a_j p E[g δ(w_j·x + b_j)] x̃x̃ᵀ-block.
+    L = ½E[g²],   ∇L = E[g ∇f],   ∇²L = E[∇f ∇fᵀ] + E[g ∇²f],
+
+where ∇²f has the blocks ∂²f/∂a_j∂w̃_j = s σ′(z_j) x̃ (an area term) and
+∂²f/∂w̃_j² = s a_j p δ(z_j) x̃x̃ᵀ (a kink term), w̃_j = (w_j, b_j).
 
 *Area terms.*  The kink lines w·x + b = 0 of all units cut the plane into cells; on a cell the
 activation pattern is fixed, so ∇f, g are affine in x and every area integrand is a quadratic
@@ -236,6 +239,7 @@ def area_terms(model, theta, degree, hessian=True):
     H = [[mp.mpf(0)] * P for _ in range(P)] if hessian else None
     mass = mp.fsum(v[0] for v in mom.values())
     pairs = ((0, 0), (1, 0), (2, 0), (1, 1), (1, 2), (2, 2))    # μ00 μ10 μ01 μ20 μ11 μ02
+    m_ = model.m
     for pat, mu in mom.items():
         A, g = model.affine(theta, pat)
         for r, (i, j) in enumerate(pairs):
@@ -247,6 +251,17 @@ def area_terms(model, theta, degree, hessian=True):
                 else:
                     G[q] += mu[r] * (g[i] * A[j][q] + g[j] * A[i][q])
             if hessian:
+                # E[g ∂²f/∂a_l∂w̃_l] = s σ′_l E[g x̃] on the cell (x̃ = (x1, x2, 1))
+                for l in range(model.m):
+                    spl = model.s * (model.p * (1 if pat[l] else 0) + model.q)
+                    cols = (m_ + l * 2 + (i - 1) if i > 0 else m_ + 2 * m_ + l,
+                            m_ + l * 2 + (j - 1) if j > 0 else m_ + 2 * m_ + l)
+                    # monomial x_i x_j = g-coefficient of x_i times x̃-entry x_j, and vice versa
+                    H[l][cols[1]] += mu[r] * spl * g[i]
+                    H[cols[1]][l] += mu[r] * spl * g[i]
+                    if i != j:
+                        H[l][cols[0]] += mu[r] * spl * g[j]
+                        H[cols[0]][l] += mu[r] * spl * g[j]
                 Ai, Aj = A[i], A[j]
                 for q in range(P):
                     if Ai[q] == 0 and Aj[q] == 0:
@@ -365,7 +380,7 @@ def cases():
     U2 = [[1.0, 0.35], [-0.45, 0.9]]
     add("generic", "relu", 0.0, 3, False, True, "standard",
         [0.9, -0.6, 1.3], [[0.7, -0.4], [0.5, 1.1], [-0.9, -0.3]], [0.3, -0.5, 0.2], None,
-        0.15, U2, [0.2, -0.3], [1.0, 0.8])
+        0.15, U2, [0.2, -0.3], [1.0, 0.8], fd=True)
     add("duplicated", "relu", 0.0, 3, True, True, "standard",
         [0.7, 0.4, 1.1], [[0.6, 0.8], [0.6, 0.8], [-0.5, 0.25]], [0.25, 0.25, -0.1],
         [0.1, 0.05], 0.3, U2, [0.1, 0.4], [1.0, 1.0])
