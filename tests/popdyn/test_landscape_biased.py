@@ -97,12 +97,12 @@ def test_reference_cases_cover_degenerate_geometry():
     assert np.array_equal(p.W[0], T.U[0]) and p.b[0] == T.bias[0]
 
 
-def _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate):
+def _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate, sbias=True):
     rng = np.random.default_rng(seed)
-    st_ = popdyn.Student(d, m, act, bias=True, skip=skip, intercept=intercept, scaling=scaling,
+    st_ = popdyn.Student(d, m, act, bias=sbias, skip=skip, intercept=intercept, scaling=scaling,
                          negative_slope=0.2)
     W = rng.normal(size=(m, d))
-    b = 0.8 * rng.normal(size=m)
+    b = 0.8 * rng.normal(size=m) * sbias
     if degenerate and m >= 2:           # duplicated, parallel (other bias) or antiparallel pair
         kind = seed % 3
         W[1] = W[0] * (1.0, 1.7, -0.6)[kind]
@@ -120,21 +120,30 @@ _STATES = dict(seed=st.integers(0, 10_000), act=st.sampled_from(["relu", "leaky_
                skip=st.booleans(), intercept=st.booleans(),
                scaling=st.sampled_from(["standard", "mean_field"]),
                tact=st.sampled_from(["relu", "leaky_relu"]), tbias=st.booleans(),
-               m=st.integers(1, 3), d=st.integers(1, 3), degenerate=st.booleans())
+               m=st.integers(1, 3), d=st.integers(1, 3), degenerate=st.booleans(),
+               sbias=st.sampled_from([True, True, False]))
 
 
 @settings(max_examples=10, deadline=None)
 @given(**_STATES)
 def test_hessian_symmetric_and_matches_differences_of_engine_gradient(seed, act, skip, intercept,
                                                                       scaling, tact, tbias, m, d,
-                                                                      degenerate):
+                                                                      degenerate, sbias):
     """H is exactly symmetric, its L and ∇L are popdyn's (population_loss, loss_and_grad), and
     H equals central differences (h = 1e−6) of the engine's exact gradient (an independent code
-    path) to 1e−6 of max|H| (truncation O(h²) where L is C³; O(h) where it is only C²)."""
-    student, p, T = _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate)
+    path) to 1e−6 of max|H| (truncation O(h²) where L is C³; O(h) where it is only C²).  Also
+    bias-free students (against teachers with biases: this module; without: the arc-cosine
+    forms)."""
+    student, p, T = _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate,
+                           sbias)
     L, g, H = ls.loss_grad_hessian(student, p, T)
-    assert L == popdyn.population_loss(student, p, T)
-    assert np.array_equal(g, ls.flatten(student, popdyn.loss_and_grad(student, p, T)[1]))
+    Le, ge = popdyn.population_loss(student, p, T), popdyn.loss_and_grad(student, p, T)[1]
+    ge = ls.flatten(student, ge)
+    if sbias or tbias:          # this module returns the engine's L and ∇L themselves
+        assert L == Le and np.array_equal(g, ge)
+    else:                       # the arc-cosine closed forms
+        assert abs(L - Le) <= 1e-12 * max(1.0, abs(Le))
+        assert np.max(np.abs(g - ge)) <= 1e-12 * max(1.0, np.max(np.abs(ge)))
     assert np.array_equal(H, H.T) and np.all(np.isfinite(H))
     x = ls.flatten(student, p)
     h = 1e-6
@@ -151,10 +160,11 @@ def test_hessian_symmetric_and_matches_differences_of_engine_gradient(seed, act,
 @settings(max_examples=15, deadline=None)
 @given(**_STATES)
 def test_own_gradient_matches_engine(seed, act, skip, intercept, scaling, tact, tbias, m, d,
-                                     degenerate):
+                                     degenerate, sbias):
     """∇L from this module's truncated moments (B-6)–(B-8) (the W, b, v, c components) equals the
     engine's gradient (other closed forms: popdyn._kernels.plmoments) to 1e−12 relative."""
-    student, p, T = _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate)
+    student, p, T = _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate,
+                           sbias)
     g = ls.flatten(student, popdyn.loss_and_grad(student, p, T)[1])
     go = _biased.own_gradient(student, p, T)
     assert np.max(np.abs(go - g)) <= 1e-12 * max(1.0, np.max(np.abs(g)))
