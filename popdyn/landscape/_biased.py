@@ -469,8 +469,7 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
     ES = p * t.RS[:m] + q * np.einsum("lab,ib->ila", t.Sd, t.Wt)          # [i, l, :]
     AW = s * s * a[None, :, None] * ES
     AW[np.arange(m), np.arange(m)] += s * t.gS
-    for i in range(m):
-        H[ia[i], idx.ravel()] = AW[i].ravel()
+    H[ia[:, None, None], idx[None, :, :]] = AW
     # (B-3): E[σ′_iσ′_l x̃x̃ᵀ] = p²E[1_i1_l x̃x̃ᵀ] + pq(A_i + A_l) + q²I  (i ≠ l); p(p+2q)A_i + q²I
     I = np.eye(d + 1)
     SS = (p * p * t.BB + p * q * (t.A1[:, None] + t.A1[None, :]) + q * q * I[None, None])
@@ -478,22 +477,18 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
     SS[dg, dg] = p * (p + 2 * q) * t.A1 + q * q * I[None]
     WW = s * s * (a[:, None] * a[None, :])[:, :, None, None] * SS
     WW[dg, dg] += (s * p * a)[:, None, None] * t.K
-    for i in range(m):
-        for l in range(m):
-            H[np.ix_(idx[i], idx[l])] = WW[i, l]
+    H[idx[:, None, :, None], idx[None, :, None, :]] = WW
     # (B-4)
     if lay.skip:
         iv = np.arange(lay.v.start, lay.v.stop)
         H[np.ix_(iv, iv)] = np.eye(d)
         H[np.ix_(ia, iv)] = s * (p * t.Q1 + q)[:, None] * params.W
-        for i in range(m):
-            H[np.ix_(idx[i], iv)] = s * a[i] * t.Sd[i][:, :d]
+        H[idx[:, :, None], iv[None, None, :]] = (s * a)[:, None, None] * t.Sd[:, :, :d]
     if lay.intercept:
         ic = lay.c.start
         H[ic, ic] = 1.0
         H[ia, ic] = s * np.asarray(M.mu0)
-        for i in range(m):
-            H[idx[i], ic] = s * a[i] * t.Sd[i][:, d]
+        H[idx, ic] = (s * a)[:, None] * t.Sd[:, :, d]
     # the blocks were written above or on the diagonal: mirror the upper triangle
     H = np.triu(H) + np.triu(H, 1).T
     return L, g, H[np.ix_(free, free)]
