@@ -36,11 +36,15 @@ appear) gives, with e_1 = θ_1, e_2 = (θ_2 − ρθ_1)/s_ϕ, κ = φ(a_1)φ(t_1
                       + κ s_ϕ [ρ(e_1e_1ᵀ − e_2e_2ᵀ) + s_ϕ(e_1e_2ᵀ + e_2e_1ᵀ)],             (B-5)
     α_1 = a_1φ(a_1)Q(t_12),  α_2 = a_2φ(a_2)Q(t_21),
     E[1_1 1_2 x] = φ(a_1)Q(t_12) θ_1 + φ(a_2)Q(t_21) θ_2,   E[1_1 1_2] = P,                 (B-6)
-    E[relu(z_1) 1_2 x] = n_1 [P θ_1 + φ(a_2) S(t_21 s_ϕ, s_ϕ) θ_2],                        (B-7)
+    E[relu(z_1) 1_2 x] = n_1 [P θ_1 + φ(a_2) S(a_1 − ρa_2, s_ϕ) θ_2],                      (B-7)
     E[relu(z_1) 1_2]   = n_1 [φ(a_1)Q(t_12) + ρ φ(a_2)Q(t_21) − a_1 P],                     (B-8)
 
 with S(ν, σ) = E[(σξ − ν)_+] = σ Hh_1(ν/σ) (Hh_1(t) = φ(t) − tQ(t), the stable ramp moment of
-:func:`popdyn._kernels.bvn.norm_hh`; S(ν, 0) = (−ν)_+).  The frame term of (B-5) is written in
+:func:`popdyn._kernels.bvn.norm_hh`; S(ν, 0) = (−ν)_+).  (B-7) is Stein's identity
+E[relu(z_1)1_2 x] = E[1_1 1_2] w_1 + E[relu(z_1) δ(z_2)] w_2 with
+E[relu(z_1) | z_2 = 0] = n_1 S(a_1 − ρa_2, s_ϕ); (B-8) is E[Z_1 1_E] − a_1 P with
+E[Z_1 1_E] from the same identity.  E[relu(z_1)relu(z_2)] = w̃_2·E[relu(z_1) 1_2 x̃]
+(relu(z) = z 1{z > 0}) gives the boundary test of the finder (:func:`new_unit_correlation`).  The frame term of (B-5) is written in
 e_1, e_2 so that its coefficient κ s_ϕ is computed bounded; it vanishes like s_ϕ at duplicated
 and antiparallel units (where e_2 is undefined it is set to 0), so (B-5)–(B-8) are continuous
 there and give the finite limits: duplicated units (s_ϕ = 0, a_1 = a_2) Q(t_12) = Q(t_21) = ½
