@@ -361,8 +361,9 @@ def reference(case):
 
 # ------------------------------------------------------------------------------ cases
 def cases():
-    """Declared cases: generic, duplicated, parallel with different biases, antiparallel, small
-    |b|, large |b|/|w|, a student kink on a teacher kink, leaky relu with the skip, mean field."""
+    """Declared cases: generic, duplicated, parallel with different biases, antiparallel (also
+    complementary: one kink line), small |b|, large |b|/|w| (4.6; 8.5 and 7.6 with leaky relu), a
+    student kink on a teacher kink, leaky relu with the skip, mean field."""
     out = []
 
     def add(name, act_, slope, m, skip, intercept, scaling, a, W, b, v, c, U, beta, V,
@@ -399,6 +400,9 @@ def cases():
     add("large_bias", "relu", 0.0, 3, False, True, "standard",
         [0.8, 0.6, 1.2], [[0.7, 0.3], [-0.4, 0.9], [0.55, -0.8]], [3.5, -4.0, 0.1], None,
         0.05, U2, [0.2, -0.1], [1.0, 0.9])
+    add("very_large_bias", "leaky_relu", 0.1, 3, True, True, "standard",
+        [0.8, 0.6, 1.2], [[0.7, 0.3], [-0.4, 0.9], [0.55, -0.8]], [6.5, -7.5, 0.3],
+        [0.2, -0.1], 0.05, U2, [0.2, -0.1], [1.0, 0.9])
     add("on_teacher_kink", "relu", 0.0, 2, False, True, "standard",
         [0.7, 0.9], [[1.0, 0.35], [-0.6, 0.5]], [0.2, 0.1], None, 0.0,
         U2, [0.2, -0.3], [1.0, 0.8], fd=True)

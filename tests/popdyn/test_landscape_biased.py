@@ -78,11 +78,13 @@ def test_reference_is_converged_and_self_consistent():
 
 def test_reference_cases_cover_degenerate_geometry():
     """Duplicated units, parallel units with different biases, antiparallel units (also with
-    complementary half-spaces: the same kink line), |b| ~ 1e−9, |b|/|w| ~ 5, and a student kink
+    complementary half-spaces: the same kink line), |b| ~ 1e−9, |b|/|w| ≈ 4.6 and ≈ 8 (a unit
+    active with probability ~1e−16, another inactive with that probability), and a student kink
     exactly on a teacher kink are all among the reference cases."""
     by = {c["name"]: _case_objects(c) for c in CASES}
     assert {"duplicated", "parallel_bias", "antiparallel", "antiparallel_complement",
-            "small_bias", "large_bias", "on_teacher_kink", "leaky_skip_meanfield"} <= set(by)
+            "small_bias", "large_bias", "very_large_bias", "on_teacher_kink",
+            "leaky_skip_meanfield"} <= set(by)
     _, p, _ = by["duplicated"]
     assert np.array_equal(p.W[0], p.W[1]) and p.b[0] == p.b[1]
     _, p, _ = by["parallel_bias"]
@@ -92,7 +94,9 @@ def test_reference_cases_cover_degenerate_geometry():
     _, p, _ = by["small_bias"]
     assert np.max(np.abs(p.b)) <= 1e-9
     _, p, _ = by["large_bias"]
-    assert np.max(np.abs(p.b) / np.linalg.norm(p.W, axis=1)) > 5
+    assert np.max(np.abs(p.b) / np.linalg.norm(p.W, axis=1)) > 4.5
+    _, p, _ = by["very_large_bias"]
+    assert np.min((np.abs(p.b) / np.linalg.norm(p.W, axis=1))[:2]) > 7.5
     _, p, T = by["on_teacher_kink"]
     assert np.array_equal(p.W[0], T.U[0]) and p.b[0] == T.bias[0]
 
