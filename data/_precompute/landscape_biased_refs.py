@@ -1,6 +1,8 @@
 """Reference loss, gradient and Hessian of relu / leaky-relu students WITH biases (issue 21) by mpmath.
 
-Independent of popdyn (no popdyn import).  d = 2, x ~ N(0, I_2).  Student
+Independent of popdyn (no popdyn import).  d = 2, x ~ N(0, I_2); and d = 3 with every unit in
+the x1-x2 plane (x3 independent of every kink: it enters through E[x3²] = 1 only, which tests
+the orthogonal-complement terms of the Hessian; the skip's v_3 ≠ 0).  Student
 f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c, σ = p relu + q id; teacher y = Σ_k v*_k σ*(u_k·x + β_k).
 With g = f − y and x̃ = (x, 1):
 
@@ -105,7 +107,7 @@ def interval_moments(l, u, nmax):
 class Model:
     def __init__(self, case):
         self.m, self.d = case["m"], case["d"]
-        assert self.d == 2
+        assert self.d in (2, 3)
         self.skip, self.intercept = case["skip"], case["intercept"]
         self.s = mp.mpf(1) if case["scaling"] == "standard" else mp.mpf(1) / self.m
         self.p, self.q = pq(case["act"], case["slope"])
@@ -133,6 +135,7 @@ class Model:
         out = [(W[i], b[i]) for i in range(self.m)]
         out += [(self.U[k], self.beta[k]) for k in range(self.k)]
         for w, _ in out:
+            assert self.d == 2 or w[2] == 0, "d = 3: every unit must lie in the x1-x2 plane"
             assert abs(w[0]) >= mp.mpf("0.2") * mp.sqrt(w[0] ** 2 + w[1] ** 2), "|w_1| too small"
         return out
 
@@ -142,34 +145,32 @@ class Model:
         m, d, s = self.m, self.d, self.s
         a, W, b, v, c = self.unpack(theta)
         P = self.P
-        A = [[mp.mpf(0)] * P for _ in range(3)]
-        g = [mp.mpf(0)] * 3
+        A = [[mp.mpf(0)] * P for _ in range(d + 1)]
+        g = [mp.mpf(0)] * (d + 1)
         for i in range(m):
             sp = self.p * (1 if pattern[i] else 0) + self.q
             A[0][i] = s * sp * b[i]
-            A[1][i] = s * sp * W[i][0]
-            A[2][i] = s * sp * W[i][1]
             for kk in range(d):
+                A[1 + kk][i] = s * sp * W[i][kk]
                 A[1 + kk][m + i * d + kk] = s * a[i] * sp
+                g[1 + kk] += s * a[i] * sp * W[i][kk]
             A[0][m + m * d + i] = s * a[i] * sp
             g[0] += s * a[i] * sp * b[i]
-            g[1] += s * a[i] * sp * W[i][0]
-            g[2] += s * a[i] * sp * W[i][1]
         k0 = 2 * m + m * d
         if self.skip:
             for kk in range(d):
                 A[1 + kk][k0 + kk] = mp.mpf(1)
             k0 += d
-        g[1] += v[0]
-        g[2] += v[1]
+        for kk in range(d):
+            g[1 + kk] += v[kk]
         if self.intercept:
             A[0][k0] = mp.mpf(1)
         g[0] += c
         for k in range(self.k):
             sp = self.pt * (1 if pattern[m + k] else 0) + self.qt
             g[0] -= self.V[k] * sp * self.beta[k]
-            g[1] -= self.V[k] * sp * self.U[k][0]
-            g[2] -= self.V[k] * sp * self.U[k][1]
+            for kk in range(d):
+                g[1 + kk] -= self.V[k] * sp * self.U[k][kk]
         return A, g
 
 
@@ -238,11 +239,17 @@ def area_terms(model, theta, degree, hessian=True):
     G = [mp.mpf(0)] * P
     H = [[mp.mpf(0)] * P for _ in range(P)] if hessian else None
     mass = mp.fsum(v[0] for v in mom.values())
-    pairs = ((0, 0), (1, 0), (2, 0), (1, 1), (1, 2), (2, 2))    # μ00 μ10 μ01 μ20 μ11 μ02
-    m_ = model.m
-    for pat, mu in mom.items():
+    # monomials x_i x_j (x_0 = 1) and their cell moments μ00 μ10 μ01 μ20 μ11 μ02; in d = 3 the
+    # units lie in the x1-x2 plane, x3 ~ N(0, 1) is independent of the cell: E[x3²·] = μ00 and
+    # E[x3 x_i ·] = 0 (i < 3)
+    pairs = [(0, 0, 0), (1, 0, 1), (2, 0, 2), (1, 1, 3), (1, 2, 4), (2, 2, 5)]
+    if model.d == 3:
+        pairs.append((3, 3, 0))
+    m_, d_ = model.m, model.d
+    for pat, mom_ in mom.items():
         A, g = model.affine(theta, pat)
-        for r, (i, j) in enumerate(pairs):
+        for i, j, r in pairs:
+            mu = mom_
             f = 1 if i == j else 2
             L += mu[r] * g[i] * g[j] * f / 2
             for q in range(P):
@@ -254,8 +261,8 @@ def area_terms(model, theta, degree, hessian=True):
                 # E[g ∂²f/∂a_l∂w̃_l] = s σ′_l E[g x̃] on the cell (x̃ = (x1, x2, 1))
                 for l in range(model.m):
                     spl = model.s * (model.p * (1 if pat[l] else 0) + model.q)
-                    cols = (m_ + l * 2 + (i - 1) if i > 0 else m_ + 2 * m_ + l,
-                            m_ + l * 2 + (j - 1) if j > 0 else m_ + 2 * m_ + l)
+                    cols = (m_ + l * d_ + (i - 1) if i > 0 else m_ + d_ * m_ + l,
+                            m_ + l * d_ + (j - 1) if j > 0 else m_ + d_ * m_ + l)
                     # monomial x_i x_j = g-coefficient of x_i times x̃-entry x_j, and vice versa
                     H[l][cols[1]] += mu[r] * spl * g[i]
                     H[cols[1]][l] += mu[r] * spl * g[i]
@@ -312,15 +319,21 @@ def kink_terms(model, theta):
             I = interval_moments(l, uu, 3)
             for n in range(3):
                 J[n] += g0 * I[n] + g1 * I[n + 1]
-        X0 = [c0[0], c0[1], mp.mpf(1)]
-        X1 = [u[0], u[1], mp.mpf(0)]
+        zero = [mp.mpf(0)] * (d - 2)
+        X0 = [c0[0], c0[1]] + zero + [mp.mpf(1)]
+        X1 = [u[0], u[1]] + zero + [mp.mpf(0)]
         dens = phi(abs(bj) / nw) / nw
         fac = s * a[j] * model.p * dens
-        idx = [m + j * d, m + j * d + 1, m + m * d + j]
-        for r1 in range(3):
-            for r2 in range(3):
+        idx = [m + j * d + k for k in range(d)] + [m + m * d + j]
+        for r1 in range(d + 1):
+            for r2 in range(d + 1):
                 val = (J[0] * X0[r1] * X0[r2] + J[1] * (X0[r1] * X1[r2] + X1[r1] * X0[r2])
                        + J[2] * X1[r1] * X1[r2])
+                if d == 3:
+                    # x3 ~ N(0, 1) independent of τ: g gains v_3 x3 and x̃ gains x3 e3, so
+                    # E[g x̃x̃ᵀ] gains E[g]·e3e3ᵀ + v_3 (e3 E[x̃]ᵀ + E[x̃] e3ᵀ), E[x̃] = X0
+                    e3 = [0, 0, 1, 0]
+                    val += J[0] * e3[r1] * e3[r2] + v[2] * (e3[r1] * X0[r2] + X0[r1] * e3[r2])
                 H[idx[r1]][idx[r2]] += fac * val
     return H
 
@@ -367,14 +380,14 @@ def cases():
     out = []
 
     def add(name, act_, slope, m, skip, intercept, scaling, a, W, b, v, c, U, beta, V,
-            tact="relu", tslope=0.0, fd=False):
+            tact="relu", tslope=0.0, fd=False, d=2):
         theta = list(a) + [x for row in W for x in row] + list(b)
         if skip:
             theta += list(v)
         if intercept:
             theta += [c]
         out.append({"name": name, "act": act_, "slope": hexs(slope), "teacher_act": tact,
-                    "teacher_slope": hexs(tslope), "m": m, "d": 2, "skip": skip,
+                    "teacher_slope": hexs(tslope), "m": m, "d": d, "skip": skip,
                     "intercept": intercept, "scaling": scaling, "theta": hx(theta),
                     "U": [hx(r) for r in U], "beta": hx(beta), "V": hx(V), "fd": fd})
 
@@ -403,6 +416,9 @@ def cases():
     add("very_large_bias", "leaky_relu", 0.1, 3, True, True, "standard",
         [0.8, 0.6, 1.2], [[0.7, 0.3], [-0.4, 0.9], [0.55, -0.8]], [6.5, -7.5, 0.3],
         [0.2, -0.1], 0.05, U2, [0.2, -0.1], [1.0, 0.9])
+    add("planar_d3", "relu", 0.0, 2, True, True, "standard",
+        [0.9, -0.6], [[0.7, -0.4, 0.0], [0.5, 1.1, 0.0]], [0.3, -0.5], [0.1, -0.2, 0.35], 0.1,
+        [[1.0, 0.35, 0.0], [-0.45, 0.9, 0.0]], [0.2, -0.3], [1.0, 0.8], fd=True, d=3)
     add("on_teacher_kink", "relu", 0.0, 2, False, True, "standard",
         [0.7, 0.9], [[1.0, 0.35], [-0.6, 0.5]], [0.2, 0.1], None, 0.0,
         U2, [0.2, -0.3], [1.0, 0.8], fd=True)

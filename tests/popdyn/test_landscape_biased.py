@@ -2,8 +2,8 @@
 formulas B-1..B-10).
 
 References: data/refs/landscape_biased_refs.json (data/_precompute/landscape_biased_refs.py:
-50-digit mpmath, cell moments of the kink-line arrangement in d = 2 and line integrals along the
-kinks; no popdyn code; its finite-difference self-check of the Hessian formula, h = 1e−12 at
+50-digit mpmath, cell moments of the kink-line arrangement in d = 2 (and d = 3 with planar
+units) and line integrals along the kinks; no popdyn code; its finite-difference self-check of the Hessian formula, h = 1e−12 at
 50 digits), the
 engine's exact gradient (popdyn.loss_and_grad: other closed forms), and the arc-cosine closed
 forms of the bias-free module at b = 0.
@@ -81,11 +81,11 @@ def test_reference_cases_cover_degenerate_geometry():
     """Duplicated units, parallel units with different biases, antiparallel units (also with
     complementary half-spaces: the same kink line), |b| ~ 1e−9, |b|/|w| ≈ 4.6 and ≈ 8 (a unit
     active with probability ~1e−16, another inactive with that probability), and a student kink
-    exactly on a teacher kink are all among the reference cases."""
+    exactly on a teacher kink are all among the reference cases, and one case in d = 3."""
     by = {c["name"]: _case_objects(c) for c in CASES}
     assert {"duplicated", "parallel_bias", "antiparallel", "antiparallel_complement",
             "small_bias", "large_bias", "very_large_bias", "on_teacher_kink",
-            "leaky_skip_meanfield"} <= set(by)
+            "leaky_skip_meanfield", "planar_d3"} <= set(by)
     _, p, _ = by["duplicated"]
     assert np.array_equal(p.W[0], p.W[1]) and p.b[0] == p.b[1]
     _, p, _ = by["parallel_bias"]
@@ -100,6 +100,8 @@ def test_reference_cases_cover_degenerate_geometry():
     assert np.min((np.abs(p.b) / np.linalg.norm(p.W, axis=1))[:2]) > 7.5
     _, p, T = by["on_teacher_kink"]
     assert np.array_equal(p.W[0], T.U[0]) and p.b[0] == T.bias[0]
+    st3, p, T = by["planar_d3"]       # d = 3: the off-plane direction (orthogonal complement)
+    assert st3.d == 3 and np.all(p.W[:, 2] == 0) and np.all(T.U[:, 2] == 0) and p.v[2] != 0
 
 
 def _state(seed, act, skip, intercept, scaling, tact, tbias, m, d, degenerate, sbias=True):
