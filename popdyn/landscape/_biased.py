@@ -74,11 +74,12 @@ Accuracy.  Entries are products and sums of Φ₂ (:func:`popdyn._kernels.bvn.bv
 Hh_1 (S) without cancellation, except the scalar (B-8), E[(Z_1 − a_1)1_E], which cancels like
 the textbook truncated moments for a unit far in its tail (a_1 ≫ 1: relative error of that
 small entry ~eps·a_1²).  Against 50-digit mpmath (data/refs/landscape_biased_refs.json: d = 2,
-duplicated, parallel, antiparallel and complementary units, |b| ~ 1e−9, |b|/|w| up to 8.5,
+and d = 3 with planar units (the orthogonal-complement terms); duplicated, parallel,
+antiparallel and complementary units, |b| ~ 1e−9, |b|/|w| up to 8.5,
 a student kink on a teacher kink, leaky relu, skip, mean field) the worst errors are
 3e−16 of max|H| normwise and 9e−14 relative entrywise (the tail unit of
 |b|/|w| = 8.5; elsewhere ≤ 9e−15) (tests/popdyn/test_landscape_biased.py);
-general d is checked by differences of the engine's gradient (d = 1..3) and, at b = 0, against
+generic d is checked by differences of the engine's gradient (d = 1..3) and, at b = 0, against
 the arc-cosine forms.  L, ∇L are the engine's (:func:`popdyn.loss_and_grad`, bit for bit);
 :func:`own_gradient` recomputes ∇L from the moments above (a test of (B-6)–(B-8) against the
 engine's independent closed forms).  Cost: a few ms to ~20 ms at m ≤ 12
