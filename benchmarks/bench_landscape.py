@@ -14,7 +14,12 @@ intercept; teacher: three planar relu features with positive weights, data/confi
   spread planar features (:func:`spread_teacher`; the census teacher's minima at m > k are
   degenerate and cannot be certified strict), with the verdict reached (otherwise says so).
 
-Run:  python benchmarks/bench_landscape.py [--starts N]
+First, for students WITH biases (relu, skip, intercept; popdyn.landscape._biased, formulas
+B-1..B-10) against the same teacher with biases 0.2, −0.3, 0.1 on its units, the time of one
+exact loss + gradient + Hessian and of the engine's loss + gradient at the same state (the
+baseline, timed in the same run), with their ratio, at m = 3, 6, 12 in d = 2 and d = 8.
+
+Run:  python benchmarks/bench_landscape.py [--starts N] [--biased-only]
 """
 import sys
 import time
@@ -59,6 +64,23 @@ def _certify_cost(cert, d, m):
     return f"{time.perf_counter() - t0:.2f} ({cp.kind} -> {v})"
 
 
+def biased_costs():
+    """The biased-student table (see the module docstring)."""
+    print(f"{'d':>3} {'m':>3} {'P':>4} | {'biased L+g+H (ms)':>17} {'engine L+g (ms)':>15} "
+          f"{'ratio':>6}")
+    for d in (2, 8):
+        T0 = make_teacher("tri_skew", d)
+        T = popdyn.Teacher.network("relu", T0.weights, T0.U, bias=[0.2, -0.3, 0.1])
+        for m in (3, 6, 12):
+            st = popdyn.Student(d, m, "relu", bias=True, skip=True, intercept=True)
+            p = st.init(0, 1.0)
+            P = ls.layout(st).size
+            th = best_of(lambda: ls.loss_grad_hessian(st, p, T), reps=5, inner=3)
+            te = best_of(lambda: popdyn.loss_and_grad(st, p, T), reps=5, inner=3)
+            print(f"{d:3d} {m:3d} {P:4d} | {1e3 * th:17.3f} {1e3 * te:15.3f} {th / te:6.2f}",
+                  flush=True)
+
+
 def main(n_starts: int):
     cert = _critical_point_function()
     print(f"{'d':>3} {'m':>3} {'P':>4} | {'L+g+H (ms)':>11} {'engine L+g (ms)':>15} {'ratio':>6} | "
@@ -91,4 +113,6 @@ if __name__ == "__main__":
     n = 5
     if "--starts" in sys.argv:
         n = int(sys.argv[sys.argv.index("--starts") + 1])
-    main(n)
+    biased_costs()
+    if "--biased-only" not in sys.argv:
+        main(n)

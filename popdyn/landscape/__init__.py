@@ -1,18 +1,22 @@
 """Population loss landscapes (issue 21): exact Hessians, critical points and their classification.
 
-Scope: bias-free relu and leaky-relu students (``popdyn.Student(..., bias=False)``; with or
-without the learned skip v·x, with or without the intercept, standard or mean-field scaling)
-against relu / leaky-relu network teachers without biases; and smooth students (silu, gelu,
-tanh, erf; with or without biases, skip, intercept) against network teachers (relu /
-leaky-relu / smooth units, any biases) and additive teachers
+Scope: relu and leaky-relu students (with or without the learned skip v·x, with or without
+the intercept, standard or mean-field scaling) against relu / leaky-relu network teachers:
+bias-free students against bias-free teachers by the arc-cosine closed forms, students with
+biases (``popdyn.Student(..., bias=True)``), or any PL student against a teacher with biases,
+by the truncated bivariate moments of :mod:`popdyn.landscape._biased`; and smooth students
+(silu, gelu, tanh, erf; with or without biases, skip, intercept) against network teachers
+(relu / leaky-relu / smooth units, any biases) and additive teachers
 (:mod:`popdyn.landscape._smooth`: derivative Mehler series with an error estimate and the rtol
 contract; :func:`smooth_loss_grad_hessian` takes ``rtol`` and ``full_output``).  Other cases
-are refused with a ``ValueError`` saying why (see :func:`supported`).  The finder and
-:func:`classify` work in the reduced coordinates of positively homogeneous units and remain
-relu / leaky-relu only.
+are refused with a ``ValueError`` saying why (see :func:`supported`).  The finder works in the
+reduced coordinates of positively homogeneous units (relu / leaky relu, with or without biases);
+:func:`classify` also takes a ``(student, params)`` pair and classifies smooth students from the
+full Hessian.
 
 * :func:`loss_grad_hessian`, :func:`hessian`, :func:`spectrum` -- exact L, ∇L, ∇²L from the
-  arc-cosine closed forms (:mod:`popdyn.landscape._hessian`, formulas H-1..H-5), in the
+  arc-cosine closed forms (:mod:`popdyn.landscape._hessian`, formulas H-1..H-5) or, with
+  biases, formulas B-1..B-10 of :mod:`popdyn.landscape._biased`, in the
   flattening order of :class:`Layout` (a, W row-major, b, v, c; fixed parameters omitted);
   :func:`flatten` / :func:`unflatten` convert.
 * :func:`reduce`, :class:`Reduced`, :func:`reduced_loss_grad_hessian` -- reduced coordinates

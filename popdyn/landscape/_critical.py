@@ -12,6 +12,16 @@ there.  ("Mass and direction" coordinates (|u_i|, u_i/|u_i|) are a further chang
 of the same space.)  The certify helper (``certify.critical_point``) uses the same reduction.
 Reduced vector order: U (m·d row-major), v (d; skip students), c (intercept students).
 
+Students with biases: a σ(w·x + b) = ε σ(u·x + β) with (u, β) = |a|(w, b), so the orbit is
+(a, w, b) → (a/λ, λw, λb) and the reduced coordinates are ũ_i = (u_i, β_i) = |a_i|(w_i, b_i),
+signs fixed; the reduced loss is the full loss at a = ε, W = U, b = B and its derivatives are
+the (W, b, v, c) blocks of :func:`loss_grad_hessian` (formulas B-1..B-10 of
+:mod:`popdyn.landscape._biased`).  Vector order U, B (m), v, c; a unit's mass is |ũ_i|;
+deduplication merges units of the same sign and direction ũ/|ũ|; the boundary test samples
+directions ũ on the unit sphere of R^{d+1} and G(ũ) = s·ε·E[(f − y)σ(u·x + β)] from the same
+moments (:func:`popdyn.landscape._biased.new_unit_correlation`).  ``certify.critical_point``
+stays bias-free.
+
 Finder: trust-region Newton with the exact Hessian (``scipy.optimize.minimize``,
 ``method="trust-exact"``) from declared starts, followed by Newton polishing (least-squares
 steps on ∇L = 0 with the exact Hessian), or ``method="newton"`` (Levenberg–Marquardt on
@@ -51,14 +61,26 @@ METHODS = ("trust-exact", "newton")
 # ------------------------------------------------------------------------------ reduced
 @dataclass(frozen=True)
 class Reduced:
-    """A state in reduced coordinates: signs ε (m,), U (m, d), v (d,), c; ``student`` is the
-    bias-free student of width m the state belongs to."""
+    """A state in reduced coordinates: signs ε (m,), U (m, d), v (d,), c and, for a student with
+    biases, B (m,) (β_i = |a_i| b_i; None for bias-free students); ``student`` is the student
+    of width m the state belongs to."""
 
     student: object
     signs: np.ndarray
     U: np.ndarray
     v: np.ndarray
     c: float = 0.0
+    B: np.ndarray | None = None
+
+    def biases(self) -> np.ndarray:
+        """β (m,): B, or zeros for a bias-free student."""
+        return np.zeros(self.m) if self.B is None else np.asarray(self.B, float)
+
+    def units(self) -> np.ndarray:
+        """ũ_i = (u_i, β_i) (m, d+1) for students with biases, u_i (m, d) otherwise."""
+        if self.student.bias:
+            return np.column_stack([self.U, self.biases()])
+        return self.U
 
     @property
     def m(self) -> int:
@@ -66,6 +88,8 @@ class Reduced:
 
     def vector(self) -> np.ndarray:
         parts = [self.U.ravel()]
+        if self.student.bias:
+            parts.append(self.biases())
         if self.student.skip:
             parts.append(self.v)
         if self.student.intercept:
@@ -76,8 +100,8 @@ class Reduced:
         """The full-coordinate :class:`popdyn.Params` (a = ε, W = U)."""
         from ..models import Params
         st = self.student
-        return Params(self.signs.astype(float), self.U, np.zeros(self.m), self.c if st.intercept else 0.0,
-                      self.v if st.skip else None)
+        return Params(self.signs.astype(float), self.U, self.biases() if st.bias else np.zeros(self.m),
+                      self.c if st.intercept else 0.0, self.v if st.skip else None)
 
     def with_vector(self, x) -> "Reduced":
         st = self.student
@@ -85,13 +109,16 @@ class Reduced:
         x = np.asarray(x, float)
         U = x[:m * d].reshape(m, d)
         k = m * d
+        B = x[k:k + m].copy() if st.bias else None
+        k += m if st.bias else 0
         v = x[k:k + d] if st.skip else np.zeros(d)
         k += d if st.skip else 0
         c = float(x[k]) if st.intercept else 0.0
-        return Reduced(st, self.signs, U.copy(), np.array(v, float), c)
+        return Reduced(st, self.signs, U.copy(), np.array(v, float), c, B)
 
     def masses(self) -> np.ndarray:
-        return np.linalg.norm(self.U, axis=1)
+        """|u_i| (bias-free) or |ũ_i| = |(u_i, β_i)| (with biases)."""
+        return np.linalg.norm(self.units(), axis=1)
 
     def drop(self, keep) -> "Reduced":
         """The state without the units where ``keep`` is False (the student of the smaller width;
@@ -101,37 +128,50 @@ class Reduced:
         m2 = int(keep.sum())
         st = self.student.replace(m=m2)
         U = self.U[keep]
+        B = None if self.B is None else self.biases()[keep]
         if self.student.scaling == "mean_field":
             U = U * (m2 / self.m)
-        return Reduced(st, self.signs[keep], U, self.v, self.c)
+            B = None if B is None else B * (m2 / self.m)
+        return Reduced(st, self.signs[keep], U, self.v, self.c, B)
 
 
 def reduce(student, params) -> Reduced:
-    """(a, W, v, c) → reduced coordinates u_i = |a_i| w_i, ε_i = sign(a_i) (a_i ≠ 0 required)."""
-    if student.bias or student.act.kind != "pl":
-        raise ValueError("reduced coordinates are defined for bias-free relu / leaky_relu "
-                         "students (positive homogeneity)")
+    """(a, W, b, v, c) → reduced coordinates u_i = |a_i| w_i (and β_i = |a_i| b_i for students
+    with biases), ε_i = sign(a_i) (a_i ≠ 0 required)."""
+    if student.act.kind != "pl":
+        raise ValueError("reduced coordinates are defined for relu / leaky_relu students "
+                         "(positive homogeneity)")
     student.check(params)
     if np.any(params.a == 0):
         raise ValueError("`params.a` has a zero entry: its unit has no sign (drop it first)")
+    B = np.abs(params.a) * params.b if student.bias else None
     return Reduced(student, np.sign(params.a), np.abs(params.a)[:, None] * params.W,
-                   params.v.copy(), params.c)
+                   params.v.copy(), params.c, B)
 
 
 def reduced_loss_grad_hessian(r: Reduced, teacher, *, hessian: bool = True):
     """(L, ∇L, ∇²L) in reduced coordinates (the (W, v, c) blocks of the full ones at a = ε)."""
     L, g, H = loss_grad_hessian(r.student, r.params(), teacher, hessian=hessian)
     lay = layout(r.student)
-    idx = np.r_[np.arange(lay.W.start, lay.W.stop), np.arange(lay.v.start, lay.v.stop),
-                np.arange(lay.c.start, lay.c.stop)]
+    idx = np.r_[np.arange(lay.W.start, lay.W.stop), np.arange(lay.b.start, lay.b.stop),
+                np.arange(lay.v.start, lay.v.stop), np.arange(lay.c.start, lay.c.stop)]
     return L, g[idx], (H[np.ix_(idx, idx)] if hessian else None)
 
 
 def boundary_derivative(r: Reduced, teacher, directions, sign: float = 1.0) -> np.ndarray:
     """G(θ) = ∂L/∂t at t = 0 of adding a unit of sign ``sign`` and weights tθ (rows of
-    ``directions``, unit vectors): s·sign·E[(f − y) σ(θ·x)] in closed form (H-2)."""
+    ``directions``, unit vectors): s·sign·E[(f − y) σ(θ·x)] in closed form (H-2).  For a
+    student with biases the rows are θ̃ = (θ, β) in R^{d+1} (the unit tσ(θ·x + β)); with biases
+    on either side G comes from :func:`popdyn.landscape._biased.new_unit_correlation`."""
     st = r.student
     _require(st, teacher)
+    if st.bias or np.any(teacher.bias != 0):
+        from ._biased import new_unit_correlation
+        Th = np.asarray(directions, float)
+        Th = Th / np.linalg.norm(Th, axis=1, keepdims=True)
+        d = st.d
+        bn = Th[:, d] if st.bias else np.zeros(Th.shape[0])
+        return sign * st.s * new_unit_correlation(st, r.params(), teacher, Th[:, :d], bn)
     s, p, q = st.s, st.act.p, st.act.q
     Th = np.asarray(directions, float)
     Th = Th / np.linalg.norm(Th, axis=1, keepdims=True)
@@ -223,7 +263,7 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     if pruned:
         if isinstance(r, tuple):
             raise ValueError("`pruned` must be 0 when `r` is a (student, params) pair")
-        dirs = _sphere(r.student.d, boundary_grid)
+        dirs = _sphere(r.student.d + (1 if r.student.bias else 0), boundary_grid)
         G = np.concatenate([boundary_derivative(r, teacher, dirs, float(e))
                             for e in sorted(set(boundary_signs))])
         Gmin = float(G.min())
@@ -278,7 +318,7 @@ def _distinct(Th, ang):
 def _canonical(r: Reduced, ang=1e-6):
     """Same-sign, same-direction units merged (their mass split is a flat direction)."""
     units = []
-    for e, u in zip(r.signs, r.U):
+    for e, u in zip(r.signs, r.units()):
         t = u / np.linalg.norm(u)
         for k, (e2, u2) in enumerate(units):
             if e2 == e and np.arccos(np.clip(t @ (u2 / np.linalg.norm(u2)), -1, 1)) <= ang:
@@ -317,7 +357,7 @@ def _polish(r, teacher, gtol, steps=30):
             break
         dx = np.linalg.lstsq(H, g, rcond=1e-13)[0]
         x = x - dx
-        if np.any(np.linalg.norm(r.with_vector(x).U, axis=1) == 0):
+        if np.any(np.linalg.norm(r.with_vector(x).U, axis=1) == 0) or not np.all(np.isfinite(x)):
             break
     return r.with_vector(best[1])
 
@@ -327,7 +367,8 @@ def _run(r, teacher, method, gtol, maxiter):
 
     def fun(x):
         rr = r.with_vector(x)
-        if not np.all(np.isfinite(x)) or np.min(rr.masses()) <= 1e-12 * max(np.max(rr.masses()), 1e-300):
+        wn = np.linalg.norm(rr.U, axis=1)
+        if not np.all(np.isfinite(x)) or np.min(wn) <= 1e-12 * max(np.max(rr.masses()), 1e-300):
             return np.inf           # a unit through 0 (no Hessian there): the step is rejected
         return reduced_loss_grad_hessian(rr, teacher, hessian=False)[0]
 
@@ -368,9 +409,9 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
     Parameters
     ----------
     student : popdyn.Student
-        Bias-free relu / leaky relu (skip and intercept free).
+        Relu / leaky relu, with or without biases (skip and intercept free).
     teacher : popdyn.Teacher
-        Relu / leaky relu network teacher without biases.
+        Relu / leaky relu network teacher, with or without biases.
     starts : sequence of popdyn.Params or Reduced
         Declared starting points (their signs of a are kept fixed).
     method : {"trust-exact", "newton"}

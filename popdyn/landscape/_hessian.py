@@ -212,16 +212,17 @@ def supported(student, teacher) -> tuple:
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")
-    if student.bias:
-        return False, ("the exact Hessian is implemented for bias-free students (bias=False); "
-                       "students with biases are not supported yet")
+    if student.bias:                       # students with biases: popdyn.landscape._biased
+        from ._biased import supported as _biased_supported
+        return _biased_supported(student, teacher)
     if not isinstance(teacher, Teacher):
         return False, f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}"
     if not isinstance(teacher, NetworkTeacher) or teacher.activation.kind != "pl":
         return False, ("the exact Hessian needs a relu / leaky_relu network teacher "
                        f"(popdyn.Teacher.network); got a {type(teacher).__name__}")
-    if np.any(teacher.bias != 0):
-        return False, "the exact Hessian needs a teacher without biases"
+    if np.any(teacher.bias != 0):          # teachers with biases: popdyn.landscape._biased
+        from ._biased import supported as _biased_supported
+        return _biased_supported(student, teacher)
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has input dimension {teacher.d} but the student has "
                          f"d = {student.d}")
@@ -282,6 +283,9 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
         from ._smooth import loss_grad_hessian as smooth_lgh    # smooth students (issue 21)
         return smooth_lgh(student, params, teacher, hessian=hessian)
     _require(student, teacher)
+    if student.bias or np.any(teacher.bias != 0):     # B-1..B-10 of popdyn.landscape._biased
+        from ._biased import loss_grad_hessian as _biased_lgh
+        return _biased_lgh(student, params, teacher, hessian=hessian)
     student.check(params)
     lay = layout(student)
     m, d, s = lay.m, lay.d, student.s

@@ -226,8 +226,9 @@ def test_boundary_derivative_is_the_one_sided_derivative():
 
 def test_bad_input():
     T = popdyn.Teacher.network("relu", [1.0], [[1.0, 0.0]])
-    with pytest.raises(ValueError, match="bias-free"):
-        ls.hessian(popdyn.Student(2, 1, "relu", bias=True), popdyn.Params([1.0], [[1.0, 0.0]], [0.0]), T)
+    with pytest.raises(ValueError, match="network teacher"):      # biases: landscape._biased
+        ls.hessian(popdyn.Student(2, 1, "relu", bias=True), popdyn.Params([1.0], [[1.0, 0.0]], [0.0]),
+                   popdyn.Teacher.additive("h2", [[1.0, 0.0]]))
     with pytest.raises(ValueError, match="Teacher.network"):   # smooth students: _smooth.py
         ls.hessian(popdyn.Student(2, 1, "tanh", bias=False), popdyn.Params([1.0], [[1.0, 0.0]], [0.0]),
                    popdyn.Teacher.gated("id", np.eye(2)))
