@@ -1141,7 +1141,7 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
             out[p, c] = S[c, p]
 
 
-@jit
+@jit(inline="always")
 def _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direct):
     """Append pair k and its current ramp values and estimates to the rest list of
     :func:`_moments_list` (``done_direct``: the closed forms were the last evaluator)."""
@@ -1158,7 +1158,7 @@ def _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direc
     return nr + 1
 
 
-@jit
+@jit(inline="always")
 def _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R):
     """out[k] (C, B, ·, ·, Dij, Dji) = the linear parts plus the ramp–ramp terms."""
     out[k, 0] = c + fC * R
@@ -1167,7 +1167,7 @@ def _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R):
     out[k, 5] = dji + fDji * Sji
 
 
-@jit
+@jit(inline="always")
 def _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
                     P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol, RK, RV, RD, nr, done_direct):
     """Pair k's ramp values meet the target (:func:`_ramps_need`): write them into out[k];
@@ -1179,7 +1179,7 @@ def _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
     return nr
 
 
-@jit
+@jit(inline="always")
 def _pair_at(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k):
     """Pair k of the list of :func:`_moments_list`: the canonical forms (ui, uj) of its units,
     its ramp frame (:func:`_ramp_frame`: r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji) and its linear
