@@ -347,7 +347,7 @@ def _price_sum(U, W, x, y, rt, a0, pw):
     return s0, s1, s2, s3, s4, s5, s6
 
 
-@jit
+@jit(inline="always")
 def _price_logvar(x, y, rt):
     """(V, E_min): log-variation and minimum of the exponent of φ₂(x, y; sin θ)·cos θ over
     θ ∈ [0, asin rt] (:func:`popdyn._kernels.bvn._exponent_range`, as in ``_bvn_lo``)."""
@@ -454,7 +454,7 @@ def _price_rule(x, y, rt, V):
     return 2
 
 
-@jit
+@jit(inline="always")
 def _price_assemble(a0, a1, a2, a3, a4, a5, a6, sc, rt, emin, phx, phy, H0x, H1x, H0y, H1y):
     """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) of :func:`_ramps_price` from the 7 node sums
     (:func:`_price_sum`) times ``sc`` (the panel width, or asin r̃ for one panel)."""
@@ -846,7 +846,7 @@ def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
 
 
 # ------------------------------------------------------- ramp–ramp, a negligible ramp (bound)
-@jit
+@jit(inline="always")
 def _ramps_bound(H0x, H1x, H2x, H0y, H1y, H2y):
     """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) as midpoints of proven brackets [0, bound].
 
@@ -881,7 +881,7 @@ def _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R, eP, eSij, eS
             or abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i)
 
 
-@jit
+@jit(inline="always")
 def _cond_mean(b, ah, rho, omr, opr):
     """b + ρ·ah (ah = α_j·Z₁ at the conditioning point Z₁ = −h_i), as b + ah − (1−ρ)ah for
     ρ ≥ 0 and b − ah + (1+ρ)ah for ρ < 0, so that ρ near ±1 adds no rounding."""
@@ -890,7 +890,7 @@ def _cond_mean(b, ah, rho, omr, opr):
     return (b - ah) + opr * ah
 
 
-@jit
+@jit(inline="always")
 def _cond_parts(p, q, mu, tau):
     """E[p relu(T) + q T] for T ~ N(mu, tau²) as base + coef·Hh₁(w), the ramp always taken on
     its tail side (w ≥ 0; coef = 0 when the ramp term vanishes in float64)."""
@@ -903,7 +903,7 @@ def _cond_parts(p, q, mu, tau):
     return q * mu, p * tau, -mu / tau
 
 
-@jit
+@jit(inline="always")
 def _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
     """The parts of the pair moments that need no ramp–ramp term: Stein's lemma on the linear
     parts, and A from the conditional law, A = f·(base + coef·Hh₁(w)) (:func:`_cond_parts`).
@@ -936,7 +936,7 @@ def _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr
     return C, B, Dij, Dji, (fij, bij, cij, wij), (fji, bji, cji, wji)
 
 
-@jit
+@jit(inline="always")
 def _a_value(a):
     """A = f·(base + coef·Hh₁(w)) from the parts of :func:`_pair_linear_parts`."""
     f, base, coef, w = a
@@ -954,7 +954,7 @@ def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag
     return C, B, _a_value(aij), _a_value(aji), Dij, Dji
 
 
-@jit
+@jit(inline="always")
 def _ramp_frame(ui, uj, ali, alj, rho, omr, opr, diag):
     """(r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji): correlation of the two canonical ramps and the
     factors with which the ramp–ramp terms R̃, P̃, S̃ij, S̃ji enter C, B, Dij, Dji."""
@@ -1252,6 +1252,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     EMIN = np.empty(n)
     RULE = np.empty(n, np.int64)
     NPAN = np.empty(n, np.int64)
+    PC = np.empty((_PC_N, n))          # their columns for the Price form's assembly (_pc_store)
     nh = 0
     HK = np.empty(n, np.int64)         # deferred closed forms at |r̃| ≥ 0.925
     nr = 0
@@ -1310,6 +1311,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
                 else:       # 20 points on ⌈V/8⌉ panels (:func:`_price_panels`)
                     RULE[nd] = 3
                     NPAN[nd] = int(V / 8.0) + 1
+                _pc_store(PC, nd, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji)
                 nd += 1
             if (not deferred and need and om > 0.0 and op > 0.0
                     and _bvn_hi_case(-ui[3], -uj[3], rt, om, op)):
@@ -1340,8 +1342,8 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         nr = _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK[:nh], rtol, atol, out,
                             RK, RV, RD, nr)
     if nd > 0:
-        nr = _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK[:nd], X, Y, RT, ASR,
-                           EMIN, RULE, NPAN, rtol, atol, out, RK, RV, RD, nr)
+        nr = _finish_price(DK[:nd], X, Y, RT, ASR, EMIN, RULE, NPAN, PC, rtol, atol, out,
+                           RK, RV, RD, nr)
     # the rest of the evaluator chain, one call site (it is large: compile time)
     for e in range(nr):
         k = RK[e]
@@ -1359,15 +1361,43 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R)
 
 
-@jit
-def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EMIN, RULE, NPAN,
-                  rtol, atol, out, RK, RV, RD, nr):
-    """Complete the pairs DK of :func:`_moments_list` deferred to the Price form: the node sums
-    per rule in one vectorized call each (:func:`_price_batch`), then the Price form per pair; a
-    pair whose estimate misses the target is pushed on the rest list.  Returns its length."""
+# rows of the column store PC of the pairs deferred to the Price form (:func:`_pc_store`)
+(_PC_PHX, _PC_PHY, _PC_H0X, _PC_H1X, _PC_H0Y, _PC_H1Y, _PC_FC, _PC_FB, _PC_FDIJ, _PC_FDJI,
+ _PC_C, _PC_B, _PC_DIJ, _PC_DJI, _PC_R0I, _PC_R0J, _PC_R1I, _PC_R1J) = range(18)
+_PC_N = 18
+
+
+@jit(inline="always")
+def _pc_store(PC, d, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji):
+    """Column d of PC: what the Price form's assembly and acceptance of a deferred pair read
+    (φ, Hh₀, Hh₁ of both units, the ramp factors, the linear parts, the RMS scales), so that
+    :func:`_finish_price` runs over arrays, without per-pair calls or list look-ups."""
+    PC[_PC_PHX, d] = ui[8]
+    PC[_PC_PHY, d] = uj[8]
+    PC[_PC_H0X, d] = ui[5]
+    PC[_PC_H1X, d] = ui[6]
+    PC[_PC_H0Y, d] = uj[5]
+    PC[_PC_H1Y, d] = uj[6]
+    PC[_PC_FC, d] = fC
+    PC[_PC_FB, d] = fB
+    PC[_PC_FDIJ, d] = fDij
+    PC[_PC_FDJI, d] = fDji
+    PC[_PC_C, d] = c
+    PC[_PC_B, d] = b
+    PC[_PC_DIJ, d] = dij
+    PC[_PC_DJI, d] = dji
+    PC[_PC_R0I, d] = ui[12]
+    PC[_PC_R0J, d] = uj[12]
+    PC[_PC_R1I, d] = ui[13]
+    PC[_PC_R1J, d] = uj[13]
+
+
+@jit(error_model="numpy")
+def _price_node_sums(DK, RT, ASR, RULE, NPAN, X, Y, S7, SC):
+    """S7[c, d] = the 7 node sums of :func:`_price_sum` of deferred pair d, times the panel
+    width for ⌈V/8⌉ panels (:func:`_price_panels`), SC[d] the factor of :func:`_price_assemble`:
+    per rule one vectorized call of :func:`_price_batch` over (pair, panel) items."""
     nd = DK.shape[0]
-    S7 = np.empty((nd, 7))
-    SC = np.empty(nd)
     for rule in range(4):
         sel = np.empty(nd, np.int64)
         ns = 0
@@ -1408,28 +1438,66 @@ def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EM
         for e in range(ns):
             d = sel[e]
             if rule == 3:   # panel sums in order, times the panel width (_price_panels)
-                acc = np.zeros(7)
-                for jp in range(NPAN[d]):
-                    for c in range(7):
-                        acc[c] += part[it, c]
-                    it += 1
                 w = ASR[d] / NPAN[d]
                 for c in range(7):
-                    S7[d, c] = acc[c] * w
+                    acc = 0.0
+                    for jp in range(NPAN[d]):
+                        acc += part[it + jp, c]
+                    S7[c, d] = acc * w
+                it += NPAN[d]
             else:
-                S7[d, :] = part[it, :]
+                for c in range(7):
+                    S7[c, d] = part[it, c]
                 it += 1
+
+
+@jit(error_model="numpy")
+def _finish_price(DK, X, Y, RT, ASR, EMIN, RULE, NPAN, PC, rtol, atol, out, RK, RV, RD, nr):
+    """Complete the pairs DK of :func:`_moments_list` deferred to the Price form: the node sums
+    (:func:`_price_node_sums`), then the Price form (:func:`_price_assemble`) and the test of its
+    estimate (:func:`_ramps_need`) in loops over the pairs' columns (PC, :func:`_pc_store`); a
+    pair whose estimate misses the target is pushed on the rest list.  Returns its length.
+
+    The same operations in the same order as the one-pair path (the same bits); no per-pair
+    calls with array arguments (each would incref/decref them atomically) and no list look-ups."""
+    nd = DK.shape[0]
+    S7 = np.empty((7, nd))
+    SC = np.empty(nd)
+    _price_node_sums(DK, RT, ASR, RULE, NPAN, X, Y, S7, SC)
+    V8 = np.empty((8, nd))
+    NEED = np.empty(nd, np.bool_)
+    for d in range(nd):
+        (P, Sij, Sji, R,
+         eP, eSij, eSji, eR) = _price_assemble(S7[0, d], S7[1, d], S7[2, d], S7[3, d], S7[4, d],
+                                               S7[5, d], S7[6, d], SC[d], RT[d], EMIN[d],
+                                               PC[_PC_PHX, d], PC[_PC_PHY, d], PC[_PC_H0X, d],
+                                               PC[_PC_H1X, d], PC[_PC_H0Y, d], PC[_PC_H1Y, d])
+        V8[0, d] = P
+        V8[1, d] = Sij
+        V8[2, d] = Sji
+        V8[3, d] = R
+        V8[4, d] = eP
+        V8[5, d] = eSij
+        V8[6, d] = eSji
+        V8[7, d] = eR
+        NEED[d] = _ramps_need(PC[_PC_FC, d], PC[_PC_FB, d], PC[_PC_FDIJ, d], PC[_PC_FDJI, d],
+                              PC[_PC_C, d], PC[_PC_B, d], PC[_PC_DIJ, d], PC[_PC_DJI, d],
+                              P, Sij, Sji, R, eP, eSij, eSji, eR,
+                              PC[_PC_R0I, d], PC[_PC_R0J, d], PC[_PC_R1I, d], PC[_PC_R1J, d],
+                              rtol, atol)
     for d in range(nd):
         k = DK[d]
-        ui, uj, (rt, om, op, fC, fB, fDij, fDji), (c, b, dij, dji) = _pair_at(
-            U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k)
-        (P, Sij, Sji, R,
-         eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
-                                               S7[d, 5], S7[d, 6], SC[d], rt, EMIN[d],
-                                               ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
-        nr = _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
-                             P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol,
-                             RK, RV, RD, nr, False)
+        if NEED[d]:
+            RK[nr] = k
+            for c in range(8):
+                RV[nr, c] = V8[c, d]
+            RD[nr] = False
+            nr += 1
+        else:
+            out[k, 0] = PC[_PC_C, d] + PC[_PC_FC, d] * V8[3, d]
+            out[k, 1] = PC[_PC_B, d] + PC[_PC_FB, d] * V8[0, d]
+            out[k, 4] = PC[_PC_DIJ, d] + PC[_PC_FDIJ, d] * V8[1, d]
+            out[k, 5] = PC[_PC_DJI, d] + PC[_PC_FDJI, d] * V8[2, d]
     return nr
 
 
