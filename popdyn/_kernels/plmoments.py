@@ -1396,59 +1396,59 @@ def _pc_store(PC, d, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji):
 def _price_node_sums(DK, RT, ASR, RULE, NPAN, X, Y, S7, SC):
     """S7[c, d] = the 7 node sums of :func:`_price_sum` of deferred pair d, times the panel
     width for ⌈V/8⌉ panels (:func:`_price_panels`), SC[d] the factor of :func:`_price_assemble`:
-    per rule one vectorized call of :func:`_price_batch` over (pair, panel) items."""
+    per rule one vectorized call of :func:`_price_batch` over (pair, panel) items, the items of
+    all rules laid out in one pass (rule by rule, pairs in order)."""
     nd = DK.shape[0]
+    cnt = np.zeros(5, np.int64)         # items per rule, then the start of each rule's items
+    for d in range(nd):
+        cnt[RULE[d] + 1] += NPAN[d]
+    for r in range(4):
+        cnt[r + 1] += cnt[r]
+    ni = cnt[4]
+    pos = cnt[:4].copy()
+    IT = np.empty((5, ni))              # x, y, r̃, panel start, panel width
+    first = np.empty(nd, np.int64)
+    for d in range(nd):
+        rule = RULE[d]
+        it = pos[rule]
+        first[d] = it
+        w = ASR[d] / NPAN[d] if rule == 3 else ASR[d]
+        SC[d] = 1.0 if rule == 3 else ASR[d]
+        for jp in range(NPAN[d]):
+            IT[0, it] = X[d]
+            IT[1, it] = Y[d]
+            IT[2, it] = RT[d]
+            IT[3, it] = jp * w if rule == 3 else 0.0
+            IT[4, it] = w
+            it += 1
+        pos[rule] = it
+    part = np.empty((ni, 7))
     for rule in range(4):
-        sel = np.empty(nd, np.int64)
-        ns = 0
-        ni = 0
-        for d in range(nd):
-            if RULE[d] == rule:
-                sel[ns] = d
-                ns += 1
-                ni += NPAN[d]
-        if ns == 0:
+        a = cnt[rule]
+        b = cnt[rule + 1]
+        if b == a:
             continue
-        # items: (pair, panel) with the panel's start and width, as _price_sum is called
-        xs = np.empty(ni)
-        ys = np.empty(ni)
-        rs = np.empty(ni)
-        a0 = np.empty(ni)
-        pw = np.empty(ni)
-        it = 0
-        for e in range(ns):
-            d = sel[e]
-            w = ASR[d] / NPAN[d] if rule == 3 else ASR[d]
-            SC[d] = 1.0 if rule == 3 else ASR[d]
-            for jp in range(NPAN[d]):
-                xs[it] = X[d]
-                ys[it] = Y[d]
-                rs[it] = RT[d]
-                a0[it] = jp * w if rule == 3 else 0.0
-                pw[it] = w
-                it += 1
-        part = np.empty((ni, 7))
         if rule == 0:
-            _price_batch(_GL6_U, _GL6_W, xs, ys, rs, a0, pw, part)
+            _price_batch(_GL6_U, _GL6_W, IT[0, a:b], IT[1, a:b], IT[2, a:b], IT[3, a:b],
+                         IT[4, a:b], part[a:b])
         elif rule == 1:
-            _price_batch(_GL12_U, _GL12_W, xs, ys, rs, a0, pw, part)
+            _price_batch(_GL12_U, _GL12_W, IT[0, a:b], IT[1, a:b], IT[2, a:b], IT[3, a:b],
+                         IT[4, a:b], part[a:b])
         else:
-            _price_batch(_GL20_U, _GL20_W, xs, ys, rs, a0, pw, part)
-        it = 0
-        for e in range(ns):
-            d = sel[e]
-            if rule == 3:   # panel sums in order, times the panel width (_price_panels)
-                w = ASR[d] / NPAN[d]
-                for c in range(7):
-                    acc = 0.0
-                    for jp in range(NPAN[d]):
-                        acc += part[it + jp, c]
-                    S7[c, d] = acc * w
-                it += NPAN[d]
-            else:
-                for c in range(7):
-                    S7[c, d] = part[it, c]
-                it += 1
+            _price_batch(_GL20_U, _GL20_W, IT[0, a:b], IT[1, a:b], IT[2, a:b], IT[3, a:b],
+                         IT[4, a:b], part[a:b])
+    for d in range(nd):
+        it = first[d]
+        if RULE[d] == 3:   # panel sums in order, times the panel width (_price_panels)
+            w = ASR[d] / NPAN[d]
+            for c in range(7):
+                acc = 0.0
+                for jp in range(NPAN[d]):
+                    acc += part[it + jp, c]
+                S7[c, d] = acc * w
+        else:
+            for c in range(7):
+                S7[c, d] = part[it, c]
 
 
 @jit(error_model="numpy")
