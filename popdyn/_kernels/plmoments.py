@@ -954,6 +954,115 @@ def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag
     return C, B, _a_value(aij), _a_value(aji), Dij, Dji
 
 
+# ---------------------------------------------- the pair loop's front, without branches
+# Twins of _ramps_need, _cond_mean, _cond_parts, _pair_linear_parts, _ramp_frame and
+# _exponent_range for the pair loop of _moments_list: the same operations on the same operands,
+# but both alternatives of every data-dependent choice are computed and one is selected
+# (``a if c else b`` of two computed values, which LLVM emits as a select): the signs of ρ, of
+# the conditional means and of s_i s_j are random across pairs, so the branches of the one-pair
+# forms are mispredicted about half the time.  Identical results (the selected value is the
+# one the branch computes; tests/popdyn/test_plmoments_front.py).
+
+
+@jit(inline="always")
+def _ramps_need_bf(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R, eP, eSij, eSji, eR,
+                   r0i, r0j, r1i, r1j, rtol, atol):
+    """:func:`_ramps_need` with the four tests all evaluated (no short circuit)."""
+    n0 = abs(fC) * eR > rtol * abs(C + fC * R) + atol * r0i * r0j
+    n1 = abs(fB) * eP > rtol * abs(B + fB * P) + atol * r1i * r1j
+    n2 = abs(fDij) * eSij > rtol * abs(Dij + fDij * Sij) + atol * r1i * r0j
+    n3 = abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i
+    return (n0 | n1) | (n2 | n3)
+
+
+@jit(inline="always", error_model="numpy")
+def _cond_parts_bf(p, q, b, ah, rho, omr, opr, tau):
+    """(base, coef, w) of :func:`_cond_parts` (p, q, :func:`_cond_mean` (b, ah, ρ, 1 − ρ, 1 + ρ),
+    tau), by selects (w = |μ|/τ is formed also where it is not used: τ = 0 gives inf or NaN
+    there, never selected)."""
+    mp_ = (b + ah) - omr * ah
+    mn_ = (b - ah) + opr * ah
+    mu = mp_ if rho >= 0.0 else mn_
+    pos = mu > 0.0
+    bp_ = (p + q) * mu
+    bn_ = q * mu
+    base = bp_ if pos else bn_
+    am = mu if pos else -mu
+    lin = (tau == 0.0) | (am > _HBIG * tau)
+    ct = p * tau
+    wt = am / tau
+    coef = 0.0 if lin else ct
+    w = 0.0 if lin else wt
+    return base, coef, w
+
+
+@jit(inline="always", error_model="numpy")
+def _linear_parts_bf(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
+    """:func:`_pair_linear_parts` by selects: (C, B, Dij, Dji, fij, bij, cij, wij, fji, bji,
+    cji, wji)."""
+    Pi, Qi, si, xi, pdi, H0i, H1i, H2i, phi_, mu0i, mu1i, mu2i, r0i, r1i = ui
+    Pj, Qj, sj, xj, pdj, H0j, H1j, H2j, phj, mu0j, mu1j, mu2j, r0j, r1j = uj
+    C0 = Qi * (bei * mu0j + ali * alj * rho * mu1j)
+    B0 = Qi * mu1j
+    Dij0 = Qi * mu0j
+    Dji0 = Qj * mu0i
+    nli = Pi != 0.0
+    C1 = C0 + Pi * ali * Qj * (bej * H1i + alj * si * rho * H0i)
+    B1 = B0 + Pi * si * H0i * Qj
+    Dij1 = Dij0 + Pi * si * Qj * (bej * H0i + alj * si * rho * phi_)
+    Dji1 = Dji0 + Pj * sj * Qi * (bei * H0j + ali * sj * rho * phj)
+    C = C1 if nli else C0
+    B = B1 if nli else B0
+    Dij = Dij1 if nli else Dij0
+    Dji = Dji1 if Pj != 0.0 else Dji0
+    sg = math.sqrt(omr * opr)
+    ui_ = (pdi != 0.0) & (not diag)
+    uj_ = (pdj != 0.0) & (not diag)
+    b1, c1, w1 = _cond_parts_bf(pj, qj, bej, alj * si * xi, rho, omr, opr, alj * sg)
+    b2, c2, w2 = _cond_parts_bf(pi, qi, bei, ali * sj * xj, rho, omr, opr, ali * sg)
+    f1 = pdi * phi_
+    f2 = pdj * phj
+    return (C, B, Dij, Dji,
+            f1 if ui_ else 0.0, b1 if ui_ else 0.0, c1 if ui_ else 0.0, w1 if ui_ else 0.0,
+            f2 if uj_ else 0.0, b2 if uj_ else 0.0, c2 if uj_ else 0.0, w2 if uj_ else 0.0)
+
+
+@jit(inline="always")
+def _ramp_frame_bf(Pi, si, Pj, sj, ali, alj, rho, omr, opr, diag):
+    """:func:`_ramp_frame` by selects."""
+    ss = si * sj
+    spos = ss > 0.0
+    rt0 = rho if spos else -rho
+    om0 = omr if spos else opr
+    op0 = opr if spos else omr
+    rt = 1.0 if diag else rt0
+    om = 0.0 if diag else om0
+    op = 2.0 if diag else op0
+    return (rt, om, op, Pi * Pj * ali * alj, Pi * Pj * ss, Pi * si * Pj * alj,
+            Pj * sj * Pi * ali)
+
+
+@jit(inline="always", error_model="numpy")
+def _price_logvar_bf(h, k, r):
+    """(V, E_min) of :func:`_price_logvar` (:func:`popdyn._kernels.bvn._exponent_range`) by
+    selects; |r| < 0.925 here."""
+    hk = h * k
+    hs = 0.5 * (h * h + k * k)
+    e0 = -hs
+    e1 = (r * hk - hs) / ((1.0 - r) * (1.0 + r))
+    emax = max(e0, e1)
+    emin = min(e0, e1)
+    ah = abs(h)
+    ak = abs(k)
+    ts0 = min(ah, ak) / max(ah, ak)
+    ts = -ts0 if hk < 0.0 else ts0
+    inside = ((ah > 0.0) & (ak > 0.0)
+              & (((r > 0.0) & (0.0 < ts) & (ts < r)) | ((r < 0.0) & (r < ts) & (ts < 0.0))))
+    em2 = max(emax, -0.5 * max(ah, ak) ** 2)
+    emax = em2 if inside else emax
+    return emax - emin, emin
+
+
 @jit(inline="always")
 def _ramp_frame(ui, uj, ali, alj, rho, omr, opr, diag):
     """(r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji): correlation of the two canonical ramps and the
@@ -1228,7 +1337,7 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
     return nr
 
 
-@jit
+@jit(error_model="numpy")
 def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
                   rtol, atol, qtol, maxint, out):
     """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
@@ -1271,33 +1380,35 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         ui = U1[i]
         uj = U2[j]
         rho, omr, opr, diag = RHO[k], OM[k], OP[k], DG[k]
-        c, b, dij, dji, pa, pb = _pair_linear_parts(ui, p1[i], q1[i], al1[i], be1[i],
-                                                    uj, p2[j], q2[j], al2[j], be2[j],
-                                                    rho, omr, opr, diag)
-        aij = aji = 0.0
-        for side in range(2):
-            f, base, coef, w = pa if side == 0 else pb
-            if coef != 0.0:
-                AK[na] = 2 * k + side
-                AW[na] = w
-                AF[na] = f
-                AB[na] = base
-                AC[na] = coef
-                na += 1
-            elif side == 0:
-                aij = _a_value(pa)
-            else:
-                aji = _a_value(pb)
+        (c, b, dij, dji, fij, bij, cij, wij,
+         fji, bji, cji, wji) = _linear_parts_bf(ui, p1[i], q1[i], al1[i], be1[i],
+                                                uj, p2[j], q2[j], al2[j], be2[j],
+                                                rho, omr, opr, diag)
+        # A = f·base, or f·(base + coef·Hh₁(w)) with Hh₁ deferred (stored at na, kept if coef ≠ 0)
+        aij = fij * bij
+        aji = fji * bji
+        AK[na] = 2 * k
+        AW[na] = wij
+        AF[na] = fij
+        AB[na] = bij
+        AC[na] = cij
+        na += cij != 0.0
+        AK[na] = 2 * k + 1
+        AW[na] = wji
+        AF[na] = fji
+        AB[na] = bji
+        AC[na] = cji
+        na += cji != 0.0
         if ui[0] != 0.0 and uj[0] != 0.0:
-            rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
-                                                         rho, omr, opr, diag)
+            rt, om, op, fC, fB, fDij, fDji = _ramp_frame_bf(ui[0], ui[2], uj[0], uj[2],
+                                                            al1[i], al2[j], rho, omr, opr, diag)
             (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(ui[5], ui[6], ui[7],
                                                                 uj[5], uj[6], uj[7])
-            need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                               eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+            need = _ramps_need_bf(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                                  eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
             deferred = False
             if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
-                V, emin = _price_logvar(ui[3], uj[3], rt)
+                V, emin = _price_logvar_bf(ui[3], uj[3], rt)
                 deferred = True
                 DK[nd] = k
                 X[nd] = ui[3]
