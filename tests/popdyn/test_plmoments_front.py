@@ -25,7 +25,7 @@ def _front_both(p1, q1, al1, be1, p2, q2, al2, be2, rho, omr, opr, diag, rtol, a
                                                    rho, omr, opr, diag)
     ref = np.array([c, b, dij, dji, pa[0], pa[1], pa[2], pa[3], pb[0], pb[1], pb[2], pb[3],
                     0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    got = np.empty(23)
+    got = np.zeros(23)
     v = pl._linear_parts_bf(ui, p1, q1, al1, be1, uj, p2, q2, al2, be2, rho, omr, opr, diag)
     for n in range(12):
         got[n] = v[n]
