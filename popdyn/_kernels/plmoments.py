@@ -76,6 +76,12 @@ A deferred pair whose estimate then misses the target continues exactly as the s
 (tests/popdyn/test_vmath.py, test_plmoments.py).  At m = 32 on the states of the sweep
 benchmark's trajectories the batched evaluation takes ≈ 1/1.9 of the time of the one-pair loop
 :func:`pl_self_moments_pairwise` (benchmarks/bench_pairs.py, both timed in the same run).
+The pair loop itself has no calls that take arrays (numba increfs and decrefs every array
+argument of a call atomically: ~19% of the time at m = 256 until 0.6.0, measured with perf),
+its data-dependent choices are selects (the branch-free twins ``_*_bf`` of the one-pair forms,
+bit for bit the same values: tests/popdyn/test_plmoments_front.py), and the deferred Price
+pairs carry their columns (:func:`_pc_store`) to an assembly over arrays
+(:func:`_finish_price`).
 
 *Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
 exactly linear in float64: Φ(−40) underflows; h = β/α is never formed when it could overflow),
@@ -347,7 +353,7 @@ def _price_sum(U, W, x, y, rt, a0, pw):
     return s0, s1, s2, s3, s4, s5, s6
 
 
-@jit
+@jit(inline="always")
 def _price_logvar(x, y, rt):
     """(V, E_min): log-variation and minimum of the exponent of φ₂(x, y; sin θ)·cos θ over
     θ ∈ [0, asin rt] (:func:`popdyn._kernels.bvn._exponent_range`, as in ``_bvn_lo``)."""
@@ -454,7 +460,7 @@ def _price_rule(x, y, rt, V):
     return 2
 
 
-@jit
+@jit(inline="always")
 def _price_assemble(a0, a1, a2, a3, a4, a5, a6, sc, rt, emin, phx, phy, H0x, H1x, H0y, H1y):
     """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) of :func:`_ramps_price` from the 7 node sums
     (:func:`_price_sum`) times ``sc`` (the panel width, or asin r̃ for one panel)."""
@@ -846,7 +852,7 @@ def _ramps_quad(x, y, rt, om, op, phx, qtol, maxint):
 
 
 # ------------------------------------------------------- ramp–ramp, a negligible ramp (bound)
-@jit
+@jit(inline="always")
 def _ramps_bound(H0x, H1x, H2x, H0y, H1y, H2y):
     """(P̃, S̃ij, S̃ji, R̃, eP, eSij, eSji, eR) as midpoints of proven brackets [0, bound].
 
@@ -881,7 +887,7 @@ def _ramps_need(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R, eP, eSij, eS
             or abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i)
 
 
-@jit
+@jit(inline="always")
 def _cond_mean(b, ah, rho, omr, opr):
     """b + ρ·ah (ah = α_j·Z₁ at the conditioning point Z₁ = −h_i), as b + ah − (1−ρ)ah for
     ρ ≥ 0 and b − ah + (1+ρ)ah for ρ < 0, so that ρ near ±1 adds no rounding."""
@@ -890,7 +896,7 @@ def _cond_mean(b, ah, rho, omr, opr):
     return (b - ah) + opr * ah
 
 
-@jit
+@jit(inline="always")
 def _cond_parts(p, q, mu, tau):
     """E[p relu(T) + q T] for T ~ N(mu, tau²) as base + coef·Hh₁(w), the ramp always taken on
     its tail side (w ≥ 0; coef = 0 when the ramp term vanishes in float64)."""
@@ -903,7 +909,7 @@ def _cond_parts(p, q, mu, tau):
     return q * mu, p * tau, -mu / tau
 
 
-@jit
+@jit(inline="always")
 def _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
     """The parts of the pair moments that need no ramp–ramp term: Stein's lemma on the linear
     parts, and A from the conditional law, A = f·(base + coef·Hh₁(w)) (:func:`_cond_parts`).
@@ -936,7 +942,7 @@ def _pair_linear_parts(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr
     return C, B, Dij, Dji, (fij, bij, cij, wij), (fji, bji, cji, wji)
 
 
-@jit
+@jit(inline="always")
 def _a_value(a):
     """A = f·(base + coef·Hh₁(w)) from the parts of :func:`_pair_linear_parts`."""
     f, base, coef, w = a
@@ -954,7 +960,116 @@ def _pair_linear(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag
     return C, B, _a_value(aij), _a_value(aji), Dij, Dji
 
 
-@jit
+# ---------------------------------------------- the pair loop's front, without branches
+# Twins of _ramps_need, _cond_mean, _cond_parts, _pair_linear_parts, _ramp_frame and
+# _exponent_range for the pair loop of _moments_list: the same operations on the same operands,
+# but both alternatives of every data-dependent choice are computed and one is selected
+# (``a if c else b`` of two computed values, which LLVM emits as a select): the signs of ρ, of
+# the conditional means and of s_i s_j are random across pairs, so the branches of the one-pair
+# forms are mispredicted about half the time.  Identical results (the selected value is the
+# one the branch computes; tests/popdyn/test_plmoments_front.py).
+
+
+@jit(inline="always")
+def _ramps_need_bf(fC, fB, fDij, fDji, C, B, Dij, Dji, P, Sij, Sji, R, eP, eSij, eSji, eR,
+                   r0i, r0j, r1i, r1j, rtol, atol):
+    """:func:`_ramps_need` with the four tests all evaluated (no short circuit)."""
+    n0 = abs(fC) * eR > rtol * abs(C + fC * R) + atol * r0i * r0j
+    n1 = abs(fB) * eP > rtol * abs(B + fB * P) + atol * r1i * r1j
+    n2 = abs(fDij) * eSij > rtol * abs(Dij + fDij * Sij) + atol * r1i * r0j
+    n3 = abs(fDji) * eSji > rtol * abs(Dji + fDji * Sji) + atol * r1j * r0i
+    return (n0 | n1) | (n2 | n3)
+
+
+@jit(inline="always", error_model="numpy")
+def _cond_parts_bf(p, q, b, ah, rho, omr, opr, tau):
+    """(base, coef, w) of :func:`_cond_parts` (p, q, :func:`_cond_mean` (b, ah, ρ, 1 − ρ, 1 + ρ),
+    tau), by selects (w = |μ|/τ is formed also where it is not used: τ = 0 gives inf or NaN
+    there, never selected)."""
+    mp_ = (b + ah) - omr * ah
+    mn_ = (b - ah) + opr * ah
+    mu = mp_ if rho >= 0.0 else mn_
+    pos = mu > 0.0
+    bp_ = (p + q) * mu
+    bn_ = q * mu
+    base = bp_ if pos else bn_
+    am = mu if pos else -mu
+    lin = (tau == 0.0) | (am > _HBIG * tau)
+    ct = p * tau
+    wt = am / tau
+    coef = 0.0 if lin else ct
+    w = 0.0 if lin else wt
+    return base, coef, w
+
+
+@jit(inline="always", error_model="numpy")
+def _linear_parts_bf(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
+    """:func:`_pair_linear_parts` by selects: (C, B, Dij, Dji, fij, bij, cij, wij, fji, bji,
+    cji, wji)."""
+    Pi, Qi, si, xi, pdi, H0i, H1i, H2i, phi_, mu0i, mu1i, mu2i, r0i, r1i = ui
+    Pj, Qj, sj, xj, pdj, H0j, H1j, H2j, phj, mu0j, mu1j, mu2j, r0j, r1j = uj
+    C0 = Qi * (bei * mu0j + ali * alj * rho * mu1j)
+    B0 = Qi * mu1j
+    Dij0 = Qi * mu0j
+    Dji0 = Qj * mu0i
+    nli = Pi != 0.0
+    C1 = C0 + Pi * ali * Qj * (bej * H1i + alj * si * rho * H0i)
+    B1 = B0 + Pi * si * H0i * Qj
+    Dij1 = Dij0 + Pi * si * Qj * (bej * H0i + alj * si * rho * phi_)
+    Dji1 = Dji0 + Pj * sj * Qi * (bei * H0j + ali * sj * rho * phj)
+    C = C1 if nli else C0
+    B = B1 if nli else B0
+    Dij = Dij1 if nli else Dij0
+    Dji = Dji1 if Pj != 0.0 else Dji0
+    sg = math.sqrt(omr * opr)
+    ui_ = (pdi != 0.0) & (not diag)
+    uj_ = (pdj != 0.0) & (not diag)
+    b1, c1, w1 = _cond_parts_bf(pj, qj, bej, alj * si * xi, rho, omr, opr, alj * sg)
+    b2, c2, w2 = _cond_parts_bf(pi, qi, bei, ali * sj * xj, rho, omr, opr, ali * sg)
+    f1 = pdi * phi_
+    f2 = pdj * phj
+    return (C, B, Dij, Dji,
+            f1 if ui_ else 0.0, b1 if ui_ else 0.0, c1 if ui_ else 0.0, w1 if ui_ else 0.0,
+            f2 if uj_ else 0.0, b2 if uj_ else 0.0, c2 if uj_ else 0.0, w2 if uj_ else 0.0)
+
+
+@jit(inline="always")
+def _ramp_frame_bf(Pi, si, Pj, sj, ali, alj, rho, omr, opr, diag):
+    """:func:`_ramp_frame` by selects."""
+    ss = si * sj
+    spos = ss > 0.0
+    rt0 = rho if spos else -rho
+    om0 = omr if spos else opr
+    op0 = opr if spos else omr
+    rt = 1.0 if diag else rt0
+    om = 0.0 if diag else om0
+    op = 2.0 if diag else op0
+    return (rt, om, op, Pi * Pj * ali * alj, Pi * Pj * ss, Pi * si * Pj * alj,
+            Pj * sj * Pi * ali)
+
+
+@jit(inline="always", error_model="numpy")
+def _price_logvar_bf(h, k, r):
+    """(V, E_min) of :func:`_price_logvar` (:func:`popdyn._kernels.bvn._exponent_range`) by
+    selects; |r| < 0.925 here."""
+    hk = h * k
+    hs = 0.5 * (h * h + k * k)
+    e0 = -hs
+    e1 = (r * hk - hs) / ((1.0 - r) * (1.0 + r))
+    emax = max(e0, e1)
+    emin = min(e0, e1)
+    ah = abs(h)
+    ak = abs(k)
+    ts0 = min(ah, ak) / max(ah, ak)
+    ts = -ts0 if hk < 0.0 else ts0
+    inside = ((ah > 0.0) & (ak > 0.0)
+              & (((r > 0.0) & (0.0 < ts) & (ts < r)) | ((r < 0.0) & (r < ts) & (ts < 0.0))))
+    em2 = max(emax, -0.5 * max(ah, ak) ** 2)
+    emax = em2 if inside else emax
+    return emax - emin, emin
+
+
+@jit(inline="always")
 def _ramp_frame(ui, uj, ali, alj, rho, omr, opr, diag):
     """(r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji): correlation of the two canonical ramps and the
     factors with which the ramp–ramp terms R̃, P̃, S̃ij, S̃ji enter C, B, Dij, Dji."""
@@ -1141,7 +1256,7 @@ def _price_batch(GU, GW, x, y, rt, a0, pw, out):
             out[p, c] = S[c, p]
 
 
-@jit
+@jit(inline="always")
 def _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direct):
     """Append pair k and its current ramp values and estimates to the rest list of
     :func:`_moments_list` (``done_direct``: the closed forms were the last evaluator)."""
@@ -1158,7 +1273,7 @@ def _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, done_direc
     return nr + 1
 
 
-@jit
+@jit(inline="always")
 def _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R):
     """out[k] (C, B, ·, ·, Dij, Dji) = the linear parts plus the ramp–ramp terms."""
     out[k, 0] = c + fC * R
@@ -1167,7 +1282,7 @@ def _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R):
     out[k, 5] = dji + fDji * Sji
 
 
-@jit
+@jit(inline="always")
 def _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
                     P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol, RK, RV, RD, nr, done_direct):
     """Pair k's ramp values meet the target (:func:`_ramps_need`): write them into out[k];
@@ -1179,7 +1294,7 @@ def _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
     return nr
 
 
-@jit
+@jit(inline="always")
 def _pair_at(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k):
     """Pair k of the list of :func:`_moments_list`: the canonical forms (ui, uj) of its units,
     its ramp frame (:func:`_ramp_frame`: r̃, 1 − r̃, 1 + r̃, fC, fB, fDij, fDji) and its linear
@@ -1228,7 +1343,7 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
     return nr
 
 
-@jit
+@jit(error_model="numpy")
 def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
                   rtol, atol, qtol, maxint, out):
     """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
@@ -1252,6 +1367,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     EMIN = np.empty(n)
     RULE = np.empty(n, np.int64)
     NPAN = np.empty(n, np.int64)
+    PC = np.empty((_PC_N, n))          # their columns for the Price form's assembly (_pc_store)
     nh = 0
     HK = np.empty(n, np.int64)         # deferred closed forms at |r̃| ≥ 0.925
     nr = 0
@@ -1270,33 +1386,35 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         ui = U1[i]
         uj = U2[j]
         rho, omr, opr, diag = RHO[k], OM[k], OP[k], DG[k]
-        c, b, dij, dji, pa, pb = _pair_linear_parts(ui, p1[i], q1[i], al1[i], be1[i],
-                                                    uj, p2[j], q2[j], al2[j], be2[j],
-                                                    rho, omr, opr, diag)
-        aij = aji = 0.0
-        for side in range(2):
-            f, base, coef, w = pa if side == 0 else pb
-            if coef != 0.0:
-                AK[na] = 2 * k + side
-                AW[na] = w
-                AF[na] = f
-                AB[na] = base
-                AC[na] = coef
-                na += 1
-            elif side == 0:
-                aij = _a_value(pa)
-            else:
-                aji = _a_value(pb)
+        (c, b, dij, dji, fij, bij, cij, wij,
+         fji, bji, cji, wji) = _linear_parts_bf(ui, p1[i], q1[i], al1[i], be1[i],
+                                                uj, p2[j], q2[j], al2[j], be2[j],
+                                                rho, omr, opr, diag)
+        # A = f·base, or f·(base + coef·Hh₁(w)) with Hh₁ deferred (stored at na, kept if coef ≠ 0)
+        aij = fij * bij
+        aji = fji * bji
+        AK[na] = 2 * k
+        AW[na] = wij
+        AF[na] = fij
+        AB[na] = bij
+        AC[na] = cij
+        na += cij != 0.0
+        AK[na] = 2 * k + 1
+        AW[na] = wji
+        AF[na] = fji
+        AB[na] = bji
+        AC[na] = cji
+        na += cji != 0.0
         if ui[0] != 0.0 and uj[0] != 0.0:
-            rt, om, op, fC, fB, fDij, fDji = _ramp_frame(ui, uj, al1[i], al2[j],
-                                                         rho, omr, opr, diag)
+            rt, om, op, fC, fB, fDij, fDji = _ramp_frame_bf(ui[0], ui[2], uj[0], uj[2],
+                                                            al1[i], al2[j], rho, omr, opr, diag)
             (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(ui[5], ui[6], ui[7],
                                                                 uj[5], uj[6], uj[7])
-            need = _ramps_need(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                               eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+            need = _ramps_need_bf(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                                  eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
             deferred = False
             if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
-                V, emin = _price_logvar(ui[3], uj[3], rt)
+                V, emin = _price_logvar_bf(ui[3], uj[3], rt)
                 deferred = True
                 DK[nd] = k
                 X[nd] = ui[3]
@@ -1310,6 +1428,7 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
                 else:       # 20 points on ⌈V/8⌉ panels (:func:`_price_panels`)
                     RULE[nd] = 3
                     NPAN[nd] = int(V / 8.0) + 1
+                _pc_store(PC, nd, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji)
                 nd += 1
             if (not deferred and need and om > 0.0 and op > 0.0
                     and _bvn_hi_case(-ui[3], -uj[3], rt, om, op)):
@@ -1340,8 +1459,8 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         nr = _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK[:nh], rtol, atol, out,
                             RK, RV, RD, nr)
     if nd > 0:
-        nr = _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK[:nd], X, Y, RT, ASR,
-                           EMIN, RULE, NPAN, rtol, atol, out, RK, RV, RD, nr)
+        nr = _finish_price(DK[:nd], X, Y, RT, ASR, EMIN, RULE, NPAN, PC, rtol, atol, out,
+                           RK, RV, RD, nr)
     # the rest of the evaluator chain, one call site (it is large: compile time)
     for e in range(nr):
         k = RK[e]
@@ -1359,77 +1478,143 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         _ramps_add(out, k, c, b, dij, dji, fC, fB, fDij, fDji, P, Sij, Sji, R)
 
 
-@jit
-def _finish_price(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, DK, X, Y, RT, ASR, EMIN, RULE, NPAN,
-                  rtol, atol, out, RK, RV, RD, nr):
-    """Complete the pairs DK of :func:`_moments_list` deferred to the Price form: the node sums
-    per rule in one vectorized call each (:func:`_price_batch`), then the Price form per pair; a
-    pair whose estimate misses the target is pushed on the rest list.  Returns its length."""
+# rows of the column store PC of the pairs deferred to the Price form (:func:`_pc_store`)
+(_PC_PHX, _PC_PHY, _PC_H0X, _PC_H1X, _PC_H0Y, _PC_H1Y, _PC_FC, _PC_FB, _PC_FDIJ, _PC_FDJI,
+ _PC_C, _PC_B, _PC_DIJ, _PC_DJI, _PC_R0I, _PC_R0J, _PC_R1I, _PC_R1J) = range(18)
+_PC_N = 18
+
+
+@jit(inline="always")
+def _pc_store(PC, d, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji):
+    """Column d of PC: what the Price form's assembly and acceptance of a deferred pair read
+    (φ, Hh₀, Hh₁ of both units, the ramp factors, the linear parts, the RMS scales), so that
+    :func:`_finish_price` runs over arrays, without per-pair calls or list look-ups."""
+    PC[_PC_PHX, d] = ui[8]
+    PC[_PC_PHY, d] = uj[8]
+    PC[_PC_H0X, d] = ui[5]
+    PC[_PC_H1X, d] = ui[6]
+    PC[_PC_H0Y, d] = uj[5]
+    PC[_PC_H1Y, d] = uj[6]
+    PC[_PC_FC, d] = fC
+    PC[_PC_FB, d] = fB
+    PC[_PC_FDIJ, d] = fDij
+    PC[_PC_FDJI, d] = fDji
+    PC[_PC_C, d] = c
+    PC[_PC_B, d] = b
+    PC[_PC_DIJ, d] = dij
+    PC[_PC_DJI, d] = dji
+    PC[_PC_R0I, d] = ui[12]
+    PC[_PC_R0J, d] = uj[12]
+    PC[_PC_R1I, d] = ui[13]
+    PC[_PC_R1J, d] = uj[13]
+
+
+@jit(error_model="numpy")
+def _price_node_sums(DK, RT, ASR, RULE, NPAN, X, Y, S7, SC):
+    """S7[c, d] = the 7 node sums of :func:`_price_sum` of deferred pair d, times the panel
+    width for ⌈V/8⌉ panels (:func:`_price_panels`), SC[d] the factor of :func:`_price_assemble`:
+    per rule one vectorized call of :func:`_price_batch` over (pair, panel) items, the items of
+    all rules laid out in one pass (rule by rule, pairs in order)."""
     nd = DK.shape[0]
-    S7 = np.empty((nd, 7))
-    SC = np.empty(nd)
+    cnt = np.zeros(5, np.int64)         # items per rule, then the start of each rule's items
+    for d in range(nd):
+        cnt[RULE[d] + 1] += NPAN[d]
+    for r in range(4):
+        cnt[r + 1] += cnt[r]
+    ni = cnt[4]
+    pos = cnt[:4].copy()
+    IT = np.empty((5, ni))              # x, y, r̃, panel start, panel width
+    first = np.empty(nd, np.int64)
+    for d in range(nd):
+        rule = RULE[d]
+        it = pos[rule]
+        first[d] = it
+        w = ASR[d] / NPAN[d] if rule == 3 else ASR[d]
+        SC[d] = 1.0 if rule == 3 else ASR[d]
+        for jp in range(NPAN[d]):
+            IT[0, it] = X[d]
+            IT[1, it] = Y[d]
+            IT[2, it] = RT[d]
+            IT[3, it] = jp * w if rule == 3 else 0.0
+            IT[4, it] = w
+            it += 1
+        pos[rule] = it
+    part = np.empty((ni, 7))
     for rule in range(4):
-        sel = np.empty(nd, np.int64)
-        ns = 0
-        ni = 0
-        for d in range(nd):
-            if RULE[d] == rule:
-                sel[ns] = d
-                ns += 1
-                ni += NPAN[d]
-        if ns == 0:
+        a = cnt[rule]
+        b = cnt[rule + 1]
+        if b == a:
             continue
-        # items: (pair, panel) with the panel's start and width, as _price_sum is called
-        xs = np.empty(ni)
-        ys = np.empty(ni)
-        rs = np.empty(ni)
-        a0 = np.empty(ni)
-        pw = np.empty(ni)
-        it = 0
-        for e in range(ns):
-            d = sel[e]
-            w = ASR[d] / NPAN[d] if rule == 3 else ASR[d]
-            SC[d] = 1.0 if rule == 3 else ASR[d]
-            for jp in range(NPAN[d]):
-                xs[it] = X[d]
-                ys[it] = Y[d]
-                rs[it] = RT[d]
-                a0[it] = jp * w if rule == 3 else 0.0
-                pw[it] = w
-                it += 1
-        part = np.empty((ni, 7))
         if rule == 0:
-            _price_batch(_GL6_U, _GL6_W, xs, ys, rs, a0, pw, part)
+            _price_batch(_GL6_U, _GL6_W, IT[0, a:b], IT[1, a:b], IT[2, a:b], IT[3, a:b],
+                         IT[4, a:b], part[a:b])
         elif rule == 1:
-            _price_batch(_GL12_U, _GL12_W, xs, ys, rs, a0, pw, part)
+            _price_batch(_GL12_U, _GL12_W, IT[0, a:b], IT[1, a:b], IT[2, a:b], IT[3, a:b],
+                         IT[4, a:b], part[a:b])
         else:
-            _price_batch(_GL20_U, _GL20_W, xs, ys, rs, a0, pw, part)
-        it = 0
-        for e in range(ns):
-            d = sel[e]
-            if rule == 3:   # panel sums in order, times the panel width (_price_panels)
-                acc = np.zeros(7)
+            _price_batch(_GL20_U, _GL20_W, IT[0, a:b], IT[1, a:b], IT[2, a:b], IT[3, a:b],
+                         IT[4, a:b], part[a:b])
+    for d in range(nd):
+        it = first[d]
+        if RULE[d] == 3:   # panel sums in order, times the panel width (_price_panels)
+            w = ASR[d] / NPAN[d]
+            for c in range(7):
+                acc = 0.0
                 for jp in range(NPAN[d]):
-                    for c in range(7):
-                        acc[c] += part[it, c]
-                    it += 1
-                w = ASR[d] / NPAN[d]
-                for c in range(7):
-                    S7[d, c] = acc[c] * w
-            else:
-                S7[d, :] = part[it, :]
-                it += 1
+                    acc += part[it + jp, c]
+                S7[c, d] = acc * w
+        else:
+            for c in range(7):
+                S7[c, d] = part[it, c]
+
+
+@jit(error_model="numpy")
+def _finish_price(DK, X, Y, RT, ASR, EMIN, RULE, NPAN, PC, rtol, atol, out, RK, RV, RD, nr):
+    """Complete the pairs DK of :func:`_moments_list` deferred to the Price form: the node sums
+    (:func:`_price_node_sums`), then the Price form (:func:`_price_assemble`) and the test of its
+    estimate (:func:`_ramps_need`) in loops over the pairs' columns (PC, :func:`_pc_store`); a
+    pair whose estimate misses the target is pushed on the rest list.  Returns its length.
+
+    The same operations in the same order as the one-pair path (the same bits); no per-pair
+    calls with array arguments (each would incref/decref them atomically) and no list look-ups."""
+    nd = DK.shape[0]
+    S7 = np.empty((7, nd))
+    SC = np.empty(nd)
+    _price_node_sums(DK, RT, ASR, RULE, NPAN, X, Y, S7, SC)
+    V8 = np.empty((8, nd))
+    NEED = np.empty(nd, np.bool_)
+    for d in range(nd):
+        (P, Sij, Sji, R,
+         eP, eSij, eSji, eR) = _price_assemble(S7[0, d], S7[1, d], S7[2, d], S7[3, d], S7[4, d],
+                                               S7[5, d], S7[6, d], SC[d], RT[d], EMIN[d],
+                                               PC[_PC_PHX, d], PC[_PC_PHY, d], PC[_PC_H0X, d],
+                                               PC[_PC_H1X, d], PC[_PC_H0Y, d], PC[_PC_H1Y, d])
+        V8[0, d] = P
+        V8[1, d] = Sij
+        V8[2, d] = Sji
+        V8[3, d] = R
+        V8[4, d] = eP
+        V8[5, d] = eSij
+        V8[6, d] = eSji
+        V8[7, d] = eR
+        NEED[d] = _ramps_need(PC[_PC_FC, d], PC[_PC_FB, d], PC[_PC_FDIJ, d], PC[_PC_FDJI, d],
+                              PC[_PC_C, d], PC[_PC_B, d], PC[_PC_DIJ, d], PC[_PC_DJI, d],
+                              P, Sij, Sji, R, eP, eSij, eSji, eR,
+                              PC[_PC_R0I, d], PC[_PC_R0J, d], PC[_PC_R1I, d], PC[_PC_R1J, d],
+                              rtol, atol)
     for d in range(nd):
         k = DK[d]
-        ui, uj, (rt, om, op, fC, fB, fDij, fDji), (c, b, dij, dji) = _pair_at(
-            U1, al1, U2, al2, I, J, RHO, OM, OP, DG, out, k)
-        (P, Sij, Sji, R,
-         eP, eSij, eSji, eR) = _price_assemble(S7[d, 0], S7[d, 1], S7[d, 2], S7[d, 3], S7[d, 4],
-                                               S7[d, 5], S7[d, 6], SC[d], rt, EMIN[d],
-                                               ui[8], uj[8], ui[5], ui[6], uj[5], uj[6])
-        nr = _accept_or_push(out, k, c, b, dij, dji, fC, fB, fDij, fDji, ui, uj,
-                             P, Sij, Sji, R, eP, eSij, eSji, eR, rtol, atol,
-                             RK, RV, RD, nr, False)
+        if NEED[d]:
+            RK[nr] = k
+            for c in range(8):
+                RV[nr, c] = V8[c, d]
+            RD[nr] = False
+            nr += 1
+        else:
+            out[k, 0] = PC[_PC_C, d] + PC[_PC_FC, d] * V8[3, d]
+            out[k, 1] = PC[_PC_B, d] + PC[_PC_FB, d] * V8[0, d]
+            out[k, 4] = PC[_PC_DIJ, d] + PC[_PC_FDIJ, d] * V8[1, d]
+            out[k, 5] = PC[_PC_DJI, d] + PC[_PC_FDJI, d] * V8[2, d]
     return nr
 
 
