@@ -270,7 +270,18 @@ def _ramps_direct_with(x, y, rt, om, op, phx, phy, P, eP):
     wj = (om * y - dyx) / sig     # (x − rt y)/σ
     ai = phx * norm_cdf(-wi)      # φ(x) Φ((rt x − y)/σ)
     aj = phy * norm_cdf(-wj)
-    E = 0.5 * (dyx * dyx / s2 + 2.0 * x * y / op)
+    # E = (x² − 2 r̃ xy + y²)/(2(1 − r̃²)) ≥ 0, as two terms of one sign: (y − x)²/s2 + 2xy/op
+    # cancels where r̃ < 0 and xy < 0 (as r̃ → −1 with x ≈ −y, antiparallel units sharing a kink
+    # line, both terms grow like 1/op and E formed so came out ≪ 0: exp overflowed, R and the
+    # gradient were NaN -- until 0.6.1); there x² − 2r̃xy + y² = (x + y)² − 2·op·xy is used
+    if rt < 0.0 and x * y < 0.0:
+        dxy = x + y
+        t1 = dxy * dxy / s2
+        t2 = -2.0 * x * y / om
+    else:
+        t1 = dyx * dyx / s2
+        t2 = 2.0 * x * y / op
+    E = 0.5 * (t1 + t2)
     ex = math.exp(-E) / _TWOPI    # φ(x)φ(wi) = φ(y)φ(wj)
     Sij = aj + rt * ai - y * P
     Sji = ai + rt * aj - x * P
@@ -285,7 +296,7 @@ def _ramps_direct_with(x, y, rt, om, op, phx, phy, P, eP):
     dwj = _EPS * (2.0 * (abs(om * y) + abs(dyx)) / sig + 3.0 * abs(wj))
     ea = _EPS * (3.0 + x * x) * ai + dwi * ex
     eb = _EPS * (3.0 + y * y) * aj + dwj * ex
-    ee = _EPS * (3.0 + 2.0 * (dyx * dyx / s2 + abs(2.0 * x * y / op))) * sig * ex
+    ee = _EPS * (3.0 + 2.0 * (t1 + abs(t2))) * sig * ex
     eSij = eb + art * ea + _EPS * (aj + art * ai + y * P) + abs(y) * eP
     eSji = ea + art * eb + _EPS * (ai + art * aj + x * P) + abs(x) * eP
     eR = (abs(x) * eb + abs(y) * ea + ee + abs(cP) * eP
@@ -639,7 +650,10 @@ def _ramps_price_anti(x, y, rt, om, op):
     the rounding allowances of the node sums.  Checked against 40-digit mpmath in
     tests/popdyn/test_plmoments_estimates.py.
     """
-    S = math.acos(-rt)
+    # the panel range s ∈ [0, acos(−r̃)], from op = 1 + r̃ (exact) as 2 asin(√(op/2)): near
+    # r̃ = −1 the rounded r̃ can be −1.0 while op > 0, and acos(−r̃) was then 0 (every node at
+    # t = −1: a division by zero, NaN moments -- until 0.6.1)
+    S = 2.0 * math.asin(math.sqrt(0.5 * op))
     xy = x * y
     hq = 0.5 * (x + y) * (x + y)
     emax = (op * xy - hq) / (om * op)      # the exponent at s = S (t = r̃), as in the node sums

@@ -122,3 +122,23 @@ def test_batched_equals_pairwise_on_degenerate_states(seed, kind):
     for X, Y, sc in zip(a, b, scales):
         assert np.all(np.abs(X - Y) <= 1e-14 * np.abs(Y) + 1e-15 * sc + 1e-300)
     assert math.isfinite(float(np.sum(a[0])))
+
+
+def test_antiparallel_units_sharing_a_kink_line():
+    """Regression (found by the biased-Hessian work of issue 21): two nearly antiparallel relu
+    units whose kink lines coincide (w_2 = −w_1 + ε, b_2 = −b_1) made ``pl_self_moments`` raise
+    ZeroDivisionError for about 30% of perturbations ε of 1e−12 to 1e−8.  The loss and gradient
+    must be finite there and continuous in ε (L is C¹; |L(ε) − L(0)| ≤ |∇L|·|ε| + rounding)."""
+    import popdyn
+    S = popdyn.Student(2, 2, "relu", bias=True, intercept=False)
+    T = popdyn.Teacher.network("relu", [1.0], [[1.0, 0.0]])
+    P0 = popdyn.Params([1.0, 1.0], [[0.6, 0.8], [-0.6, -0.8]], [0.25, -0.25], 0.0)
+    L0, G0 = popdyn.loss_and_grad(S, P0, T)
+    gW = np.abs(np.asarray(G0.W)).max()
+    rng = np.random.default_rng(20261201)
+    for _ in range(40):
+        e = 10.0 ** rng.uniform(-12, -8) * rng.standard_normal(2)
+        P = popdyn.Params([1.0, 1.0], [[0.6, 0.8], [-0.6 + e[0], -0.8 + e[1]]], [0.25, -0.25], 0.0)
+        L, G = popdyn.loss_and_grad(S, P, T)
+        assert np.isfinite(L) and all(np.all(np.isfinite(np.asarray(x))) for x in (G.a, G.W, G.b))
+        assert abs(L - L0) <= 2.0 * gW * np.abs(e).sum() + 1e-14
