@@ -14,19 +14,12 @@ import proofs_checks
 from proofs_checks import Verdict, decide, get_check, make_verdict, run_check, summary_verdict
 from proofs_checks.cli import main
 
-# its module-scoped fixture is expensive: keep the module on one xdist worker
-# (--dist loadgroup in pyproject.toml), so the fixture is built once
+# the session-scoped fixture ``all_quick`` (tests/proofs_checks/conftest.py) is expensive: keep
+# the module (and the other tests that read it) on one xdist worker (--dist loadgroup in
+# pyproject.toml), so the fixture is built once
 pytestmark = pytest.mark.xdist_group("all_quick")
 
 EXPECTED = {"reaction_transport", "balancedness", "gauge_separation", "ownership"}
-
-
-@pytest.fixture(scope="module")
-def all_quick(tmp_path_factory):
-    out, err = io.StringIO(), io.StringIO()
-    path = tmp_path_factory.mktemp("checks") / "verdicts.json"
-    rc = main(["--all", "--quick", "--json", str(path)], out=out, err=err)
-    return rc, out.getvalue(), err.getvalue(), json.loads(path.read_text())
 
 
 def test_all_quick_runs_and_reports(all_quick):
