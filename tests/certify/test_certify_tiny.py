@@ -14,7 +14,11 @@ cancellation, so every radius of the moment enclosures matters.  Checked here:
   (0·inf for the far thresholds) and a lower bound that could not be certified;
 * 200 random cases (data/_precompute/tiny_refs.py; exact float64 inputs stored as hex): the
   loss, E[y], V_Y, the unrestricted / same_budget / bounded (B = 1/2) refit optima and the AGOP
-  alignment scores lie in their rigorous brackets, with no warning of any kind from certify.
+  alignment scores lie in their rigorous brackets, with no warning of any kind from certify;
+* the AGOP spectrum and alignment score of students with one tiny / nearly collinear /
+  far-threshold unit, against the mpmath AGOP built from the 65-digit B = E[σ'σ'] of
+  data/refs/alignment_cases_refs.json (data/_precompute/alignment_cases_refs.py; the cases of
+  the former hypothesis version of the test, whose live quadratures took about 45 s).
 """
 import json
 import math
@@ -187,31 +191,86 @@ def test_issue_23_case_pinned():
     assert r.upper.hi >= float(ref) >= r.risk.lo
 
 
-# ------------------------------------------------- alignment: live reference (hypothesis)
-from hypothesis import example, given, settings, strategies as st  # noqa: E402
-
+# ------------------------------------------------- alignment: stored B, live AGOP spectrum
 import _ref as R  # noqa: E402
 from _units import MODES, degenerate  # noqa: E402
 
+with open(os.path.join(ROOT, "data", "refs", "alignment_cases_refs.json")) as fh:
+    ALIGN = json.load(fh)
+# (seed, W, b, mode, activation), W = 0.6·N(0, 1)^{2×3} and b = 0.6·N(0, 1)² from
+# np.random.default_rng(seed), before the mode's rewrite of row 1: the two explicit examples of
+# the former hypothesis test, then the example hypothesis drew for it (its seed not recorded)
+ALIGN_DRAWS = [
+    (11, [[0.0205156603519105, 0.815848524185977, 0.7348326471515594],
+          [-0.3061842460726005, -0.17878170666386825, -0.3164305158200551]],
+     [0.3418358145431761, -0.033638663427370555], "tiny", "relu"),
+    (12, [[-0.004096067919313907, 0.6276859753829415, 0.44495305277308966],
+          [0.43437392498999433, 0.9712657340004458, -0.7233348855877973]],
+     [-0.37617328264582395, -0.7923979269630751], "huge", "leaky_relu"),
+    (None, [[0.07543813265603598, -0.07926291797478113, 0.3842535902659692],
+            [0.06294007029182382, -0.32140162389666654, 0.21695703294569083]],
+     [0.7824000270780823, 0.5682485778775452], "random", "relu"),
+]
 
-@settings(max_examples=1, deadline=None)
-@given(st.integers(0, 10 ** 6), st.sampled_from(MODES), st.sampled_from(["relu", "leaky_relu"]))
-@example(11, "tiny", "relu")
-@example(12, "huge", "leaky_relu")
-def test_alignment_with_degenerate_units_encloses_reference(seed, mode, act):
+
+def _align_problem(k):
+    case = ALIGN["cases"][k]
+    inp = case["inputs"]
+    S = popdyn.Student(3, 2, activation=case["draw"]["activation"], negative_slope=0.125)
+    p = popdyn.Params(a=_fx(inp["a"]), W=_fx(inp["W"]), b=_fx(inp["b"]), c=_fx(inp["c"]))
+    return S, p
+
+
+def test_stored_alignment_cases_are_the_declared_draws():
+    """data/refs/alignment_cases_refs.json holds exactly the draws above (the seeded ones as
+    default_rng gives them), rewritten as this test rewrites them (up to the last bits of a BLAS
+    norm: the file's inputs were built in correctly rounded Python floats, and those are what the
+    test below feeds to certify); its B is the reference's at 65 digits."""
+    assert ALIGN["work_dps"] == 65 and ALIGN["negative_slope"] == 0.125
+    assert len(ALIGN["cases"]) == len(ALIGN_DRAWS)
+    for case, (seed, W, b, mode, act) in zip(ALIGN["cases"], ALIGN_DRAWS):
+        dr, inp = case["draw"], case["inputs"]
+        assert (dr["seed"], dr["mode"], dr["activation"]) == (seed, mode, act) and mode in MODES
+        assert _fx(dr["W"]).tolist() == W and _fx(dr["b"]).tolist() == b
+        if seed is not None:
+            rng = np.random.default_rng(seed)
+            assert (rng.standard_normal((2, 3)) * 0.6).tolist() == W
+            assert (rng.standard_normal(2) * 0.6).tolist() == b
+        Wt, bt = degenerate(np.array(W), np.array(b), 1, mode)
+        np.testing.assert_allclose(_fx(inp["W"]), Wt, rtol=4e-16, atol=0)
+        np.testing.assert_allclose(_fx(inp["b"]), bt, rtol=4e-16, atol=0)
+        assert _fx(inp["a"]).tolist() == [0.9, -1.3] and _fx(inp["c"]) == 0.0
+
+
+def _stored_B(k):
+    with R.ctx.workdps(65):
+        return [[R.ctx.mpf(s) for s in row] for row in ALIGN["cases"][k]["ref"]["B"]]
+
+
+def test_stored_alignment_reference_is_the_method_live():
+    """The stored B of the random case is R.moment_matrices's B on its inputs, bit for bit
+    (about a second)."""
+    k = [c["draw"]["mode"] for c in ALIGN["cases"]].index("random")
+    S, p = _align_problem(k)
+    dact = R.derivative(R.activation(S.activation, S.negative_slope))
+    B = _stored_B(k)
+    with R.ctx.workdps(65):
+        for i, j in ((0, 0), (0, 1), (1, 1)):
+            assert R.pair(dact, p.W[i], p.b[i], dact, p.W[j], p.b[j]) == B[i][j], (i, j)
+
+
+@pytest.mark.parametrize("n", range(len(ALIGN_DRAWS)),
+                         ids=[f"{k}-{d[3]}-{d[4]}" for k, d in enumerate(ALIGN_DRAWS)])
+def test_alignment_with_degenerate_units_encloses_reference(n):
     """AGOP spectrum and alignment scores of a student with one tiny / nearly collinear /
     far-threshold unit against the mpmath AGOP built from the reference B = E[σ'σ']."""
-    rng = np.random.default_rng(seed)
-    W = rng.standard_normal((2, 3)) * 0.6
-    b = rng.standard_normal(2) * 0.6
-    W, b = degenerate(W, b, 1, mode)
-    S = popdyn.Student(3, 2, activation=act, negative_slope=0.125)
-    p = popdyn.Params(a=np.array([0.9, -1.3]), W=W, b=b, c=0.0)
+    mode = ALIGN["cases"][n]["draw"]["mode"]
+    S, p = _align_problem(n)
     clear_cache()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         al = certify.alignment(S, p, ALIGN_U)
-    _, B, _, _ = R.moment_matrices(S, p, None, dps=50)
+    B = _stored_B(n)
     with R.ctx.workdps(62):
         a = [R.mpq(R.F(float(x))) for x in p.a]
         Wq = [[R.mpq(R.F(float(x))) for x in row] for row in p.W]

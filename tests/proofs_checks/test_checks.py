@@ -14,8 +14,9 @@ import proofs_checks
 from proofs_checks import Verdict, decide, get_check, make_verdict, run_check, summary_verdict
 from proofs_checks.cli import main
 
-# its module-scoped fixture is expensive: keep the module on one xdist worker
-# (--dist loadgroup in pyproject.toml), so the fixture is built once
+# its module-scoped fixture is expensive: the module runs on one xdist worker (--dist loadfile in
+# pyproject.toml), so the fixture is built once; the group mark states the same intent for
+# --dist loadgroup
 pytestmark = pytest.mark.xdist_group("all_quick")
 
 EXPECTED = {"reaction_transport", "balancedness", "gauge_separation", "ownership"}
@@ -71,6 +72,26 @@ def test_all_quick_verdicts(all_quick):
     # the printed report shows the ratio for each gauge value and the exponent bracket per regime
     assert "R = T_opp/T_fav" in out and "tail exponent" in out
     assert "(control: reported, not part of the verdict)" in out
+
+
+def test_quick_direction_count_and_teacher_span(all_quick):
+    """direction_count and teacher_span (proofs_checks.landscape_checks, issue 21) on their tiny
+    quick census (teacher pair_acute, k = 2, one start; settings checked), read from the
+    ``--all --quick`` run instead of running the two checks a second time."""
+    from proofs_checks import landscape_checks as lc
+
+    by = {d["name"]: d["verdict"] for d in all_quick[3]}
+    v = by["direction_count"]
+    assert v["settings"]["teachers"] == ["pair_acute"] and v["settings"]["seeds"] == [0]
+    assert v["verdict"] in ("pass", "fail") and v["bracket"][0] >= 1
+    assert v["bracket"][1] <= 4 or v["verdict"] == "fail"
+    v = by["teacher_span"]
+    assert v["settings"]["teachers"] == ["pair_acute"] and v["settings"]["seeds"] == [0]
+    assert v["settings"]["dims"] == [3]
+    claims = [p for p in v["parts"] if p["role"] == "claim"]
+    assert claims and v["verdict"] in proofs_checks.VERDICTS
+    T = lc.make_teacher("pair_acute", 3)
+    assert all(abs(x) <= 1e-8 for x in T.U[:, 2])
 
 
 def test_decide_rules():

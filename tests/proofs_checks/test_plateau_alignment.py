@@ -9,8 +9,9 @@ from popdyn.experiments import Store, sweep
 from proofs_checks import get_check, run_check
 from proofs_checks.plateau_alignment import check_store, family_config
 
-# its module-scoped fixture is expensive: keep the module on one xdist worker
-# (--dist loadgroup in pyproject.toml), so the fixture is built once
+# its module-scoped fixture is expensive: the module runs on one xdist worker (--dist loadfile in
+# pyproject.toml), so the fixture is built once; the group mark states the same intent for
+# --dist loadgroup
 pytestmark = pytest.mark.xdist_group("plateau_quick")
 
 
