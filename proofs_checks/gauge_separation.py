@@ -127,7 +127,7 @@ def _gd_part(d, c0, D, thr, lr):
 
 @register("gauge_separation",
           description="T(opposite)/T(favorable) local exponent vs 2 in each declared regime of docs/design.md §7",
-          quick=dict(ds=(10, 100), thresholds=(0.5, 0.9), tail=2, regimes=QUICK_REGIMES,
+          quick=dict(ds=(10,), thresholds=(0.5, 0.9), tail=2, regimes=QUICK_REGIMES,
                      reduction_states=6, engine=(10, 1.0, 10.0, 0.5), gd=(10, 1.0, 4.0, 0.5, 0.01),
                      seed=0, tables=True, method="rigorous", max_steps=None),
           full=dict(ds=(10, 100, 1000), thresholds=(0.5, 0.7, 0.9), tail=2, regimes=FULL_REGIMES,

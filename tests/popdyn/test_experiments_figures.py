@@ -8,7 +8,7 @@ from popdyn.cli import main
 from popdyn.experiments import sweep
 
 # its module-scoped fixture is expensive: keep the module on one xdist worker
-# (--dist loadgroup in pyproject.toml), so the fixture is built once
+# (--dist loadfile in pyproject.toml), so the fixture is built once
 pytestmark = pytest.mark.xdist_group("figure_store")
 
 CFG = """

@@ -19,7 +19,7 @@ from popdyn.experiments.runner import build, spec_key
 from _stores import same_run
 
 # its module-scoped fixture is expensive: keep the module on one xdist worker
-# (--dist loadgroup in pyproject.toml), so the fixture is built once
+# (--dist loadfile in pyproject.toml), so the fixture is built once
 pytestmark = pytest.mark.xdist_group("swiglu_stores")
 
 SWIGLU = """

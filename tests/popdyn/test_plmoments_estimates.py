@@ -44,7 +44,7 @@ from popdyn._kernels.plmoments import (ATOL, _PRICE_OMMIN, _PRICE_RMAX, RTOL, _r
                                       _ramps_price_checked, _unit)
 
 # its module-scoped fixture is expensive: keep the module on one xdist worker
-# (--dist loadgroup in pyproject.toml), so the fixture is built once
+# (--dist loadfile in pyproject.toml), so the fixture is built once
 pytestmark = pytest.mark.xdist_group("ramps_ref")
 
 DATA = Path(__file__).resolve().parents[2] / "data"   # the checkout's data/ (refs are not shipped)
