@@ -1,5 +1,6 @@
 """Shared pytest configuration: a hypothesis profile without deadlines (the first call of a
 numba kernel pays its compile time) and with derandomized, reproducible examples."""
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -9,6 +10,19 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("popdyn")
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision_restored():
+    """Tests that set ``mpmath.mp.dps`` in their body must not change the precision later tests
+    (of any module on the same xdist worker) read references at: the global precision is restored
+    after every test.  (A test reading a 50-digit reference after one that had left dps = 40 saw
+    it rounded to ~1e−32 and failed only in CI's test order.)"""
+    import mpmath
+
+    prec = mpmath.mp.prec
+    yield
+    mpmath.mp.prec = prec
 
 
 def pytest_collection_modifyitems(config, items):
