@@ -99,6 +99,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._kernels.bvn import bvn_cdf, norm_hh
+from ._layout import Layout
 
 _INV_SQ2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -374,12 +375,9 @@ class _Lay:
     def __init__(self, student):
         m, d = student.m, student.d
         self.m, self.d, self.skip, self.intercept = m, d, bool(student.skip), bool(student.intercept)
-        self.a = slice(0, m)
-        self.W = slice(m, m + m * d)
-        self.b = slice(self.W.stop, self.W.stop + m)
-        self.v = slice(self.b.stop, self.b.stop + (d if self.skip else 0))
-        self.c = slice(self.v.stop, self.v.stop + (1 if self.intercept else 0))
-        self.size = self.c.stop
+        full = Layout(m, d, True, self.skip, self.intercept)    # the b block always present
+        self.a, self.W, self.b, self.v, self.c = full.a, full.W, full.b, full.v, full.c
+        self.size = full.size
 
     def free(self, student):
         """Indices of the student's free coordinates (b dropped when ``bias=False``)."""

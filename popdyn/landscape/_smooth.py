@@ -120,34 +120,13 @@ from .._moments import _link_seqs, geometry, student_units
 from ..teachers import Teacher
 from ..teachers.additive import AdditiveTeacher
 from ..teachers.network import NetworkTeacher
+from ._layout import layout  # the one Layout (not via ._hessian, which dispatches here)
 
 __all__ = ["supported", "loss_grad_hessian", "SMOOTH_TEACHERS"]
 
 #: teacher kinds accepted for smooth students
 SMOOTH_TEACHERS = ("network", "additive")
 _U = 2.0 ** -53
-
-
-# ------------------------------------------------------------------------------ layout
-class _Layout:
-    """The slices of :class:`popdyn.landscape.Layout` (order a, W row-major, b, v, c), built
-    here so that this module does not import :mod:`._hessian` (which dispatches to it)."""
-
-    def __init__(self, student):
-        m, d = int(student.m), int(student.d)
-        self.m, self.d = m, d
-        self.bias, self.skip, self.intercept = bool(student.bias), bool(student.skip), \
-            bool(student.intercept)
-        k = m + m * d
-        self.a, self.W = slice(0, m), slice(m, k)
-        self.b = slice(k, k + (m if self.bias else 0))
-        self.v = slice(self.b.stop, self.b.stop + (d if self.skip else 0))
-        self.c = slice(self.v.stop, self.v.stop + (1 if self.intercept else 0))
-        self.size = self.c.stop
-
-
-def layout(student) -> _Layout:
-    return _Layout(student)
 
 
 # ------------------------------------------------------------------------------ checks

@@ -232,9 +232,6 @@ def test_dispatch_layout_and_refusals():
     H1 = popdyn.landscape.hessian(student, p, teacher)
     H2 = SM.loss_grad_hessian(student, p, teacher)[2]
     assert np.array_equal(H1, H2)
-    lay, mine = layout(student), SM.layout(student)
-    for f in ("a", "W", "b", "v", "c"):
-        assert getattr(lay, f) == getattr(mine, f)
     gated = popdyn.Teacher.gated("id", np.eye(2))
     ok, why = supported(student, gated)
     assert not ok and "network" in why and "additive" in why
