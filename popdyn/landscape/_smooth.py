@@ -122,10 +122,8 @@ from ..teachers.additive import AdditiveTeacher
 from ..teachers.network import NetworkTeacher
 from ._layout import layout  # the one Layout (not via ._hessian, which dispatches here)
 
-__all__ = ["supported", "loss_grad_hessian", "SMOOTH_TEACHERS"]
+__all__ = ["supported", "loss_grad_hessian"]
 
-#: teacher kinds accepted for smooth students
-SMOOTH_TEACHERS = ("network", "additive")
 _U = 2.0 ** -53
 
 
