@@ -36,7 +36,8 @@ part of the model** (v is not refitted): the target is y − v·x, so
 
     G = G_ridge,   g = g_ridge − s μ1 ∘ (W v),   V = Var(y − v·x) = V_Y − 2 v·τ + |v|²,
 
-and the risk is E[(f′ − y)²] on the MSE scale; kinds unrestricted, same_budget (B = ‖a‖),
+and the risk is E[(f′ − y)²] on the MSE scale (``variance`` and ``normalized`` use the
+zero-head risk Var(y − v·x), the float side's ``variance``); kinds unrestricted, same_budget (B = ‖a‖),
 bounded and projected (W snapped to the teacher axes first, v unchanged) as for the ridge
 family (:func:`certify.refit.refit_risk`, which calls :func:`skip_refit_problem`).
 
@@ -57,12 +58,16 @@ DESIGN §3 (moments), §5 (refit), §6 (brackets); issue 18.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 from flint import arb, arb_mat
 from popdyn.skip import linear_part
 
 from . import _arb as A
 from . import _families
+from . import smooth as SM
 from .loss import (_brackets, _check_inputs, _dot, _grad_balls, _grad_brackets,
                    _numerical_loss, _ridge_loss, _scale)
 from .refit import _NumericalMoments
@@ -155,18 +160,21 @@ def skip_loss(student, params, teacher, *, prec: int = 128, grad: bool = False):
     _check_inputs(student, params, teacher)
     plain = _plain(student)
     covered = (student_supported(plain) and teacher.ridge and pair_supported(plain, teacher)[0])
-    if grad and not (covered and plain.act.kind == "pl"):
+    if grad and not covered:
         raise CertificationError(
-            "the gradient of a skip student is certified for relu / leaky_relu students "
-            "against PL teacher networks and polynomial-link teachers (student "
-            f"{student.activation!r}, teacher {type(teacher).__name__}): the smooth students' "
-            "ridge gradient needs pair moments E[σ″σ] that certify.smooth does not enclose",
-            hint="grad=False (the loss), or popdyn.population_grad")
+            "the gradient of a skip student is certified against PL / smooth teacher networks "
+            "and polynomial-link teachers, for the activations certify covers (student "
+            f"{student.activation!r}, teacher {type(teacher).__name__})",
+            hint="grad=False (a numerical loss bracket), or popdyn.population_grad")
     if not covered:
         return _numerical_loss(student, params, teacher, prec)
-    CM = certified_moments(plain, params, teacher, prec=prec, grad=grad)
+    smooth = plain.act.kind == "smooth"
+    CM = certified_moments(plain, params, teacher, prec=prec, grad=grad and not smooth)
     tx = teacher_linear_moment(CM, teacher)
     mu1 = _mu1(CM)
+    if grad:
+        CM, e2, e2z = (_smooth_grad_moments(CM, plain, params, teacher) if smooth
+                       else _pl_second(CM))
     with A.workprec(prec):
         m = student.m
         s = _scale(student)
@@ -180,30 +188,38 @@ def skip_loss(student, params, teacher, *, prec: int = 128, grad: bool = False):
         g = None
         if grad:
             prov = "rigorous" if CM.rigorous else "numerical"
-            g = _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, prov)
+            g = _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, e2, e2z,
+                           prov)
         return _brackets(L, CM, prec, g)
 
 
-def _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, prov):
-    """SK-2 in Arb: the ridge gradient balls of :mod:`certify.loss` plus the skip terms."""
+def _pl_second(CM):
+    """(CM, α_jE[σ″_j], α_jE[σ″_j z_j]) of PL units: p φ(h) (``mu2``) and −p h φ(h) =
+    s·p·x·φ(x) in the unit's sign-folded variable (x = −h for s = 1, h for s = −1)."""
+    with A.workprec(CM.wprec):
+        return (CM, [u.mu2 for u in CM.units],
+                [u.s * u.p * u.x * u.ph for u in CM.units])
+
+
+def _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, e2, e2z, prov):
+    """SK-2 in Arb: the ridge gradient balls of :mod:`certify.loss` plus the skip terms
+    (``e2``, ``e2z``: α_jE[σ″_j], α_jE[σ″_j z_j])."""
     m, d = plain.m, plain.d
     g = _grad_balls(plain, params, teacher, CM, s, a, c)
     W = A.mat_from_array(params.W)
     ga, gW = g["a"], g["W"]
     gb = g["b"]
     for j in range(m):
-        u = CM.units[j]
         th = CM.theta[j]
         tv = arb(0)                                           # θ_j·v
         for i in range(d):
             tv += th[i] * v[i, 0]
         ga[j, 0] = ga[j, 0] + s * mu1[j, 0] * r[j, 0]
         if gb is not None:
-            gb[j, 0] = gb[j, 0] + s * a[j, 0] * tv * u.mu2    # u.mu2 = α E[σ″] = p φ(h)
-        e2z = u.s * u.p * u.x * u.ph                          # α E[σ″ z] = −p h φ(h)
+            gb[j, 0] = gb[j, 0] + s * a[j, 0] * tv * e2[j]
         fac = s * a[j, 0]
         for i in range(d):
-            gW[j, i] = gW[j, i] + fac * (mu1[j, 0] * v[i, 0] + tv * e2z * th[i])
+            gW[j, i] = gW[j, i] + fac * (mu1[j, 0] * v[i, 0] + tv * e2z[j] * th[i])
     am = arb_mat(m, 1, [a[j, 0] * mu1[j, 0] for j in range(m)])
     gv = s * (W.transpose() * am) - tx + v
     out = _grad_brackets(plain, g, prov)
@@ -212,6 +228,136 @@ def _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, prov):
         raise CertificationError("a gradient enclosure is not finite", hint="a higher prec")
     out["v"] = BracketArray(lo.reshape(d), hi.reshape(d), prov)
     return out
+
+
+#: sup_t |σ″(t)| (upper bounds, by calculus): tanh″ = −2u(1 − u²) with u = tanh t, at most
+#: 4/(3√3) < 0.77; erf″ = −(4/√π) t e^{−t²}, at most 4/√(2πe) < 0.97; gelu″ = (2 − t²)φ(t), at
+#: most 2φ(0) < 0.8 (for t² > 2 at most 2φ(2)); silu″ = s(1 − s)(2 − t tanh(t/2)) with
+#: s(1 − s) = 1/(4cosh²(t/2)) ≤ 1/(4 + t²), so |silu″| ≤ (2 + |t|)/(4 + t²) < 0.61.
+SUP_D2 = {"tanh": 0.77, "erf": 0.97, "gelu": 0.8, "silu": 0.61}
+
+
+def _add_up(x: float, y: float) -> float:
+    """An upper bound of x + y (non-negative float upper bounds)."""
+    return math.nextafter(x + y, math.inf)
+
+
+def _cut(series, tail, K):
+    """(series[:K+1], tail energy beyond K): the entries dropped are added to ``tail``."""
+    extra = arb(0)
+    for x in series[K + 1:]:
+        extra += x * x
+    return series[:K + 1], _add_up(tail, A.upper(extra)) if len(series) > K + 1 else tail
+
+
+def _e_series(d):
+    """e_n = E[ασ″(αZ + β) h_n] = √(n+1) d_{n+1} for n < len(d) − 1 (integration by parts)."""
+    return [arb(n + 1).sqrt() * d[n + 1] for n in range(len(d) - 1)]
+
+
+def _a_tail(d_j, td_j, d_o, td_o, al_o, N, r):
+    """Bound of |Σ_{n≥N} e^j_n ĉ^o_n ρⁿ| for a partner o whose ĉ_n = α_o d^o_{n−1}/√n:
+    |e^j_n ĉ^o_n| ≤ √2 α_o |d^j_{n+1}||d^o_{n−1}|, so by Cauchy–Schwarz the tail is at most
+    √2 α_o (Σ_{k>N} (d^j_k)²)^{1/2} (Σ_{k≥N−1} (d^o_k)²)^{1/2} r^N (r ≥ |ρ|, ≤ 1)."""
+    ext = _add_up(td_o, A.upper(d_o[N] * d_o[N] + d_o[N - 1] * d_o[N - 1]))
+    return A.mul_up(A.sqrt_up(2.0), A.upper(al_o), A.sqrt_up(A.mul_up(td_j, ext)),
+                    A.pow_up(r, N))
+
+
+def _a_sum(e_j, c_o, N, rho):
+    acc = arb(0)
+    for n in range(N - 1, -1, -1):
+        acc = acc * rho + e_j[n] * c_o[n]
+    return acc
+
+
+def _r_of(rho, flag):
+    return 1.0 if flag else min(1.0, A.upper(abs(rho)))
+
+
+def _smooth_grad_moments(CM, plain, params, teacher):
+    """The gradient moments of a smooth student (module docstring) as a copy of ``CM`` with
+    ``A`` (α_jE[σ″_jσ_i]), ``D`` (E[σ′_jσ_i]), ``mu1``, ``mu2`` (α_jE[σ″_j]), ``At``
+    (α_jE[σ″_j y_t]), ``Bt`` (E[σ′_j y_t′]), ``Dt`` (E[σ′_j y_t]) and ``theta``, plus the lists
+    α_jE[σ″_j], α_jE[σ″_j z_j].
+
+    Mehler sums of the units' normalized Hermite coefficients ĉ (of σ), d (of σ′) from
+    :mod:`certify.smooth` and e_n = √(n+1) d_{n+1} (of ασ″), with Cauchy–Schwarz tails: for D,
+    Dt, Bt those of the two series; for A, At the bound of :func:`_a_tail`, which uses
+    ĉ_n = α d_{n−1}/√n of the partner (so only the d-tails enter); teacher Hermite parts must be
+    polynomials (finite sums).  Every term is a ball: rigorous."""
+    m = plain.m
+    su = CM.units
+    kind = su[0].kind
+    prec = CM.prec
+    geo = CM.geo
+    with A.workprec(CM.wprec):
+        N = SM.pick_order(su, prec) if kind in SM._CLOSED else SM.trap_order(su, prec)
+        ser = [u.series(N) for u in su]                  # (ĉ, d, tc, td), each to order N
+        es = [_e_series(d) for _, d, _, _ in ser]        # e_0..e_{N−1}
+        Am, Dm = arb_mat(m, m), arb_mat(m, m)
+        for j in range(m):
+            cj, dj, tcj, tdj = ser[j]
+            for i in range(m):
+                ci, di, tci, tdi = ser[i]
+                g = (arb(1), arb(0), arb(2), 1) if i == j else geo.pair(j, i)
+                rho, flag = g[0], g[3]
+                Dm[j, i] = SM._mehler(dj, ci, tdj, tci, rho, flag)
+                a = _a_sum(es[j], ci, N, rho)
+                if not (su[i].zero or su[j].zero):
+                    a = a + arb(0, _a_tail(dj, tdj, di, tdi, su[i].al, N, _r_of(rho, flag)))
+                Am[j, i] = a
+        mu1 = arb_mat(m, 1, [u.mu1 for u in su])
+        mu2 = arb_mat(m, 1, [ser[j][1][1] for j in range(m)])
+        e2 = [ser[j][1][1] for j in range(m)]
+        e2z = [es[j][1] for j in range(m)]
+        k = teacher.k
+        At, Bt, Dt = arb_mat(m, k), arb_mat(m, k), arb_mat(m, k)
+        for t, unit in enumerate(CM.teacher_units):
+            parts = unit if isinstance(unit, tuple) else (unit, None)
+            pl, h = parts
+            if h is not None and not (h.tau == 0.0 and h.rigorous and h.dal == 0.0):
+                raise CertificationError(
+                    "the certified gradient supports PL / smooth teacher units and links whose "
+                    "Hermite part is a polynomial", hint="certify the loss only (grad=False)")
+            al_t = geo.alpha[m + t]
+            for j in range(m):
+                cj, dj, tcj, tdj = ser[j]
+                g = geo.pair(j, m + t)
+                rho, flag = g[0], g[3]
+                at = bt = dt = arb(0)
+                if pl is not None:                     # a PL or smooth unit σ_t(α_t z + β_t)
+                    Nt = N if not isinstance(pl, SM.SmoothUnit) or pl.kind in SM._CLOSED \
+                        or pl.kind == kind else min(N, SM._order_for([pl], prec))
+                    ct, dt_, tct, tdt = pl.series(Nt)
+                    dj2, tdj2 = _cut(dj, tdj, Nt)
+                    dt = SM._mehler(dj2, ct, tdj2, tct, rho, flag)
+                    bt = SM._mehler(dj2, dt_, tdj2, tdt, rho, flag)
+                    at = _a_sum(es[j], ct, Nt, rho)
+                    if not (su[j].zero or geo.zero[m + t]):
+                        at = at + arb(0, _a_tail(dj, tdj, dt_, tdt, al_t, Nt, _r_of(rho, flag)))
+                if h is not None:                      # H(α_t z): Ĥ_0..Ĥ_K, exact
+                    K = h.K
+                    hd = ([arb(n + 1).sqrt() * h.c[n + 1] / al_t for n in range(K)]
+                          if not geo.zero[m + t] else [arb(0)] * K)
+                    x1 = x2 = x3 = arb(0)
+                    for n in range(K, -1, -1):
+                        x1 = x1 * rho + dj[n] * h.c[n]
+                        x2 = x2 * rho + es[j][n] * h.c[n]
+                        x3 = x3 * rho + (dj[n] * hd[n] if n < K else arb(0))
+                    dt, at, bt = dt + x1, at + x2, bt + x3
+                At[j, t], Bt[j, t], Dt[j, t] = at, bt, dt
+        theta = [geo.theta(i, params.W[i]) for i in range(m)]
+        B = CM.B
+        if B is None:
+            B = arb_mat(m, m)
+            for j in range(m):
+                for i in range(m):
+                    g = (arb(1), arb(0), arb(2), 1) if i == j else geo.pair(j, i)
+                    B[j, i] = SM._mehler(ser[j][1], ser[i][1], ser[j][3], ser[i][3], g[0], g[3])
+    out = dataclasses.replace(CM, A=Am, D=Dm, mu1=mu1, mu2=mu2, At=At, Bt=Bt, Dt=Dt,
+                              theta=theta, B=B, notes=list(CM.notes))
+    return out, e2, e2z
 
 
 def _float_tau(student, teacher):
@@ -255,4 +401,4 @@ def skip_refit_problem(student, params, teacher, prec, *, base):
     return G, g2, V2, CM
 
 
-_families.register("skip", loss=skip_loss)
+_families.register("skip", loss=skip_loss, grad=True, refit=skip_refit_problem)

@@ -114,4 +114,4 @@ def test_unsupported_pairs_are_numerical_and_no_gradient():
     res = certify.loss(S, p, G)
     assert res.provenance == "numerical" and res.loss.contains(popdyn.population_loss(S, p, G))
     with pytest.raises(CertificationError, match="gradient of a skip student"):
-        certify.loss(S, p, T, grad=True)
+        certify.loss(S, p, G, grad=True)

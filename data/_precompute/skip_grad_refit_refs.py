@@ -1,0 +1,204 @@
+"""Reference gradients and refit risks of skip students (issue 18, certify.skip), pure mpmath.
+
+Independent of popdyn and certify: the states are the ``CERTIFY_CASES`` of
+``data/_precompute/skip_refs.py`` (float64 inputs, stored here again as exact hex strings) and
+every expectation is that script's nested mpmath quadrature ``pair`` (closed-form inner
+expectations for polynomial and piecewise-linear factors, kinks split), at 45 digits.
+
+* ``grad``: the gradient of L = ½E[(f − y)²], f = s Σ_j a_j σ(w_j·x + b_j) + v·x + c, by central
+  differences of the 45-digit quadrature loss with step h = 1e−12 in every parameter (no Stein
+  identity, no formula of the code under test): truncation h²|∂³L|/6 ~ 1e−25, quadrature noise
+  ~1e−43/h ~ 1e−31.  Cross-check stored per case: ∂L/∂v_k computed directly as
+  E[(f − y) x_k] (``grad_v_direct``).
+* ``refit``: the frozen-feature refit with the skip frozen (target y − v·x; head a′ and
+  intercept refitted): G_ij = s²(E[σ_iσ_j] − E[σ_i]E[σ_j]), g_i = s(E[σ_i(y − v·x)] −
+  E[σ_i]E[y]), V = Var(y − v·x), each entry a quadrature; ``unrestricted`` = V − gᵀG⁻¹g
+  (mpmath LU), ``bounded`` at budget B (stored) = min over ‖a′‖ ≤ B, by the secular equation
+  ‖(G + μI)⁻¹g‖ = B (mp.findroot) when ‖G⁻¹g‖ > B.
+
+Run:  python data/_precompute/skip_grad_refit_refs.py [case indices]  (minutes per case;
+each case into data/refs/skip_grad_refit_refs.json.part<i>, then ``--merge``).
+"""
+import copy
+import json
+import os
+import sys
+
+import mpmath as mp
+
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+import skip_refs as R  # noqa: E402  (pure mpmath: the shared quadrature)
+
+mp.mp.dps = 45
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "refs",
+                   "skip_grad_refit_refs.json")
+H = mp.mpf(10) ** -12
+GRAD_CASES = (0, 1, 2, 3, 4, 5)        # every case (relu, leaky relu, tanh, gelu, erf)
+BUDGET = 0.25                           # the bounded refit's B (a float64)
+
+
+def _mp_case(cs):
+    out = copy.deepcopy(cs)
+    for k in ("a", "b", "v"):
+        out[k] = [mp.mpf(x) for x in cs[k]]
+    out["W"] = [[mp.mpf(x) for x in row] for row in cs["W"]]
+    out["c"] = mp.mpf(cs["c"])
+    return out
+
+
+def loss(cs):
+    return R.reference_general(cs)
+
+
+def fd_grad(cs):
+    base = _mp_case(cs)
+    m, d = len(cs["a"]), len(cs["v"])
+
+    def d_at(setter):
+        p, q = copy.deepcopy(base), copy.deepcopy(base)
+        setter(p, H)
+        setter(q, -H)
+        return (loss(p) - loss(q)) / (2 * H)
+
+    def vec(name, i):
+        def s(c, h):
+            c[name][i] += h
+        return s
+
+    def mat(i, j):
+        def s(c, h):
+            c["W"][i][j] += h
+        return s
+
+    def cc(c, h):
+        c["c"] += h
+
+    g = {"a": [d_at(vec("a", j)) for j in range(m)],
+         "b": [d_at(vec("b", j)) for j in range(m)],
+         "W": [[d_at(mat(j, i)) for i in range(d)] for j in range(m)],
+         "v": [d_at(vec("v", i)) for i in range(d)],
+         "c": d_at(cc)}
+    return g
+
+
+def _setup(cs):
+    sig, kink = R.ACTS[cs["act"]]
+    m = len(cs["a"])
+    s = mp.mpf(1) if cs["scaling"] == "standard" else mp.mpf(1) / m
+    a = [mp.mpf(x) for x in cs["a"]]
+    W = [[mp.mpf(x) for x in row] for row in cs["W"]]
+    b = [mp.mpf(x) for x in cs["b"]]
+    v = [mp.mpf(x) for x in cs["v"]]
+    c = mp.mpf(cs["c"])
+    t = cs["teacher"]
+    psi, tk = (R.LINKS[t["link"]] if t["kind"] == "additive" else R.ACTS[t["activation"]])
+    U = [[mp.mpf(x) for x in row] for row in t["U"]]
+    kap = [mp.mpf(x) for x in t["weights"]]
+    beta = [mp.mpf(x) for x in t["bias"]]
+    return sig, kink, m, s, a, W, b, v, c, psi, tk, U, kap, beta
+
+
+def grad_v_direct(cs):
+    """∂L/∂v_k = E[(f − y) x_k] (pair quadratures; E[(v·x) x_k] = v_k, E[c x_k] = 0)."""
+    sig, kink, m, s, a, W, b, v, c, psi, tk, U, kap, beta = _setup(cs)
+    z0 = mp.mpf(0)
+    d = len(v)
+    out = []
+    for k in range(d):
+        ek = [mp.mpf(1) if i == k else z0 for i in range(d)]
+        val = v[k]
+        for j in range(m):
+            val += s * a[j] * R.pair(sig, W[j], b[j], kink, R.ident, ek, z0, False)
+        for q in range(len(U)):
+            val -= kap[q] * R.pair(psi, U[q], beta[q], tk, R.ident, ek, z0, False)
+        out.append(val)
+    return out
+
+
+def refit(cs):
+    sig, kink, m, s, a, W, b, v, c, psi, tk, U, kap, beta = _setup(cs)
+    z0 = mp.mpf(0)
+    k = len(U)
+    mu = [R.pair(sig, W[j], b[j], kink, R.one, W[j], z0, False) for j in range(m)]
+    G = mp.matrix(m, m)
+    for i in range(m):
+        for j in range(i, m):
+            e = R.pair(sig, W[i], b[i], kink, sig, W[j], b[j], kink)
+            G[i, j] = G[j, i] = s * s * (e - mu[i] * mu[j])
+    ey = mp.fsum(kap[q] * R.pair(psi, U[q], beta[q], tk, R.one, U[q], z0, False)
+                 for q in range(k))
+    g = mp.matrix(m, 1)
+    for i in range(m):
+        esy = mp.fsum(kap[q] * R.pair(sig, W[i], b[i], kink, psi, U[q], beta[q], tk)
+                      for q in range(k))
+        esv = R.pair(sig, W[i], b[i], kink, R.ident, v, z0, False)
+        g[i] = s * (esy - esv - mu[i] * ey)
+    ey2 = mp.mpf(0)
+    for q in range(k):
+        for r in range(q, k):
+            e = R.pair(psi, U[q], beta[q], tk, psi, U[r], beta[r], tk)
+            ey2 += kap[q] * kap[r] * e * (1 if q == r else 2)
+    eyv = mp.fsum(kap[q] * R.pair(psi, U[q], beta[q], tk, R.ident, v, z0, False)
+                  for q in range(k))
+    V = ey2 - ey * ey - 2 * eyv + mp.fsum(x * x for x in v)    # Var(y − v·x), E[v·x] = 0
+    astar = mp.lu_solve(G, g)
+    unres = V - (g.T * astar)[0, 0]
+    B = mp.mpf(BUDGET)
+    nrm = mp.sqrt(mp.fsum(x * x for x in astar))
+    if nrm <= B:
+        bounded = unres
+    else:
+        def phi(lmu):
+            ab = mp.lu_solve(G + mp.exp(lmu) * mp.eye(m), g)
+            return mp.sqrt(mp.fsum(x * x for x in ab)) - B
+        lmu = mp.findroot(phi, mp.mpf(0))
+        ab = mp.lu_solve(G + mp.exp(lmu) * mp.eye(m), g)
+        bounded = (ab.T * G * ab)[0, 0] - 2 * (g.T * ab)[0, 0] + V
+    return {"unrestricted": mp.nstr(unres, 35), "bounded": mp.nstr(bounded, 35),
+            "budget": float(BUDGET).hex(), "variance": mp.nstr(V, 35),
+            "unrestricted_head_norm": mp.nstr(nrm, 20)}
+
+
+def _write(cases):
+    with open(OUT, "w") as fh:
+        json.dump({"note": __doc__.splitlines()[0], "dps": mp.mp.dps, "h": "1e-12",
+                   "cases": dict(sorted(cases.items(), key=lambda t: int(t[0])))}, fh, indent=1)
+
+
+def main():
+    """``python skip_grad_refit_refs.py [i ...]`` computes cases into OUT.part<i>;
+    ``--merge`` folds the parts into OUT."""
+    if sys.argv[1:] == ["--merge"]:
+        cur = {}
+        if os.path.exists(OUT):
+            with open(OUT) as fh:
+                cur = json.load(fh)["cases"]
+        d = os.path.dirname(OUT)
+        for f in sorted(os.listdir(d)):
+            if f.startswith(os.path.basename(OUT) + ".part"):
+                with open(os.path.join(d, f)) as fh:
+                    cur.update(json.load(fh))
+                os.remove(os.path.join(d, f))
+        _write(cur)
+        return
+    idx = [int(x) for x in sys.argv[1:]] or list(range(len(R.CERTIFY_CASES)))
+    for i in idx:
+        cs = R.CERTIFY_CASES[i]
+        rec = {"inputs": R._hexed(cs), "refit": refit(cs)}
+        print(i, cs["act"], rec["refit"], flush=True)
+        if i in GRAD_CASES:
+            g = fd_grad(cs)
+            rec["grad"] = {k: (mp.nstr(x, 30) if not isinstance(x, list) else
+                               [mp.nstr(y, 30) if not isinstance(y, list)
+                                else [mp.nstr(z, 30) for z in y] for y in x])
+                           for k, x in g.items()}
+            gvd = grad_v_direct(cs)
+            rec["grad_v_direct"] = [mp.nstr(x, 30) for x in gvd]
+            print(i, "fd vs direct dL/dv:", [mp.nstr(abs(x - y), 3) for x, y in zip(g["v"], gvd)],
+                  flush=True)
+        with open(OUT + f".part{i}", "w") as fh:
+            json.dump({str(i): rec}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
