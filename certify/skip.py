@@ -335,7 +335,8 @@ def _smooth_grad_moments(CM, plain, params, teacher):
                     bt = SM._mehler(dj2, dt_, tdj2, tdt, rho, flag)
                     at = _a_sum(es[j], ct, Nt, rho)
                     if not (su[j].zero or geo.zero[m + t]):
-                        at = at + arb(0, _a_tail(dj, tdj, dt_, tdt, al_t, Nt, _r_of(rho, flag)))
+                        at = at + arb(0, _a_tail(dj2, tdj2, dt_, tdt, al_t, Nt,
+                                                 _r_of(rho, flag)))
                 if h is not None:                      # H(α_t z): Ĥ_0..Ĥ_K, exact
                     K = h.K
                     hd = ([arb(n + 1).sqrt() * h.c[n + 1] / al_t for n in range(K)]

@@ -70,10 +70,12 @@ def test_skip_gradient_against_mpmath(key):
     res = certify.loss(S, p, T, grad=True)
     assert res.provenance == "rigorous"
     ref = case["grad"]
-    # the FD reference agrees with the direct E[(f − y) x] for ∂L/∂v (precompute's self-check)
-    for x, y in zip(ref["v"], case["grad_v_direct"]):
-        assert abs(mp.mpf(x) - mp.mpf(y)) < mp.mpf(10) ** -20
     fl = popdyn.population_grad(S, p, T)
+    # widths: relu family ≤ 2.3e−16 of the gradient scale; tanh (order-128 Hermite tails of
+    # σ′ at ρ = 1) ≤ 6.5e−15, erf / gelu ≤ 2e−16 (measured).  The float engine: 1e−12 (relu
+    # family) / 1e−10 (smooth) relative, the issue's accuracy contract.
+    pl = S.act.kind == "pl"
+    wtol, ftol = (4e-15, 1e-12) if pl else (4e-14, 1e-10)
     scale = max(abs(float(x)) for x in np.concatenate(
         [np.ravel(np.array(ref[k], dtype=object)) for k in ("a", "W", "b", "v")]))
     for name in ("a", "b", "v", "W"):
@@ -81,10 +83,10 @@ def test_skip_gradient_against_mpmath(key):
         r = np.array(ref[name], dtype=object)
         for idx in np.ndindex(r.shape):
             assert _inside(br.lo[idx], br.hi[idx], r[idx]), (name, idx, br.lo[idx], r[idx])
-            assert br.hi[idx] - br.lo[idx] <= 4e-15 * scale          # measured ≤ 1.1e−16
-            assert abs(getattr(fl, name)[idx] - float(r[idx])) <= 1e-12 * scale
+            assert br.hi[idx] - br.lo[idx] <= wtol * scale
+            assert abs(getattr(fl, name)[idx] - float(r[idx])) <= ftol * scale
     gc = res.grad["c"]
-    assert _inside(gc.lo, gc.hi, ref["c"]) and gc.hi - gc.lo <= 4e-15 * scale
+    assert _inside(gc.lo, gc.hi, ref["c"]) and gc.hi - gc.lo <= wtol * scale
 
 
 REFIT = sorted(_REFS)
@@ -201,7 +203,28 @@ def test_gated_teacher_refit_is_numerical_and_holds_the_float_value():
         certify.loss(S, p, G, grad=True)
 
 
-def test_smooth_gradient_refused_with_reason():
-    S, p, T = _state(3, "tanh", "additive")
-    with pytest.raises(CertificationError, match="E\\[σ″σ\\]"):
-        certify.loss(S, p, T, grad=True)
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 10_000), act=st.sampled_from(["erf", "gelu", "silu"]),
+       teacher=st.sampled_from(["network", "additive"]))
+def test_smooth_v_zero_gradient_and_float_inside(seed, act, teacher):
+    """Smooth students: v = 0 gives ∂L/∂v = s Wᵀ(a ∘ E[σ′]) − E[y x] and the float engine's
+    gradient (an independent implementation: popdyn._hermite quadratures) lies within 1e−12
+    of the rigorous bracket (measured ≤ 1.7e−13 on erf / gelu, the float side's error)."""
+    S, p, T = _state(seed, act, teacher)
+    for q in (p, p.replace(v=np.zeros(S.d))):
+        res = certify.loss(S, q, T, grad=True)
+        assert res.provenance == "rigorous"
+        fl = popdyn.population_grad(S, q, T, rtol=1e-13)
+        for k in ("a", "W", "b", "v"):
+            br = res.grad[k]
+            x = getattr(fl, k)
+            assert np.all(br.lo - 1e-12 <= x) and np.all(x <= br.hi + 1e-12), k
+            assert np.max(br.hi - br.lo) <= 1e-14, k
+
+
+def test_gradient_refusals_name_the_reason():
+    S, p, T = _state(3, "erf", "network")
+    Tt = popdyn.Teacher.additive("tanh", T.subspace[:1])          # a tabulated link
+    with pytest.raises(CertificationError, match="polynomial"):
+        certify.loss(S, p, Tt, grad=True)
+    assert certify.loss(S, p, Tt).provenance == "numerical"
