@@ -250,7 +250,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         As in :func:`popdyn.diagnostics.refit_risk`: relu, leaky_relu and smooth (silu, gelu,
         tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks and additive
         teachers; SwiGLU students (:func:`certify.swiglu.swiglu_refit_problem`) against
-        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded).
+        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded); skip
+        students with v frozen (:func:`certify.skip.skip_refit_problem`).
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional
