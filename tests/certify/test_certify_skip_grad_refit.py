@@ -106,8 +106,11 @@ def test_skip_refit_against_mpmath(key):
         assert _inside(res.risk.lo, res.risk.hi, r), (kind, res.risk, r)
         # widths: unrestricted ≤ 2e−15, bounded ≤ 3e−15 relative (measured)
         assert res.risk.hi - res.risk.lo <= 2e-14 * float(r), (kind, res.risk)
+        # the float refit within the contract: 1e−12 (relu family) / 1e−10 (smooth)
+        # relative (measured: gelu 1.0e−12, the float Hermite quadratures)
         fl = popdyn.diagnostics.refit_risk(S, p, T, kind, budget=budget).risk
-        assert abs(fl - float(r)) <= 1e-12 * float(ref["variance"])
+        ftol = 1e-12 if S.act.kind == "pl" else 1e-10
+        assert abs(fl - float(r)) <= ftol * float(ref["variance"])
         # ``variance`` is the zero-head risk Var(y − v·x), as on the float side
         assert _inside(res.variance.lo, res.variance.hi, ref["variance"])
         assert res.variance.hi - res.variance.lo <= 1e-14 * float(ref["variance"])
