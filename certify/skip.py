@@ -37,8 +37,8 @@ part of the model** (v is not refitted): the target is y − v·x, so
     G = G_ridge,   g = g_ridge − s μ1 ∘ (W v),   V = Var(y − v·x) = V_Y − 2 v·τ + |v|²,
 
 and the risk is E[(f′ − y)²] on the MSE scale (``variance`` and ``normalized`` use the
-zero-head risk Var(y − v·x), the float side's ``variance``); kinds unrestricted, same_budget (B = ‖a‖),
-bounded and projected (W snapped to the teacher axes first, v unchanged) as for the ridge
+zero-head risk Var(y − v·x), the float side's ``variance``); kinds unrestricted, same_budget
+(B = ‖a‖), bounded and projected (W snapped to the teacher axes first, v unchanged) as for the ridge
 family (:func:`certify.refit.refit_risk`, which calls :func:`skip_refit_problem`).
 
 Coverage.  The loss and the refit: relu, leaky relu and the smooth students (erf, gelu, tanh,
@@ -46,10 +46,16 @@ silu) wherever the student without the skip is covered; other pairs (gated / mul
 teachers, PL students against smooth teacher networks) get the float64 engine's ``numerical``
 loss bracket, and the refit a ``numerical`` bracket with τ from the teacher's stored linear
 Hermite part (:func:`popdyn.skip.linear_part`, float64 sums with a rounding allowance).  The
-gradient: relu and leaky relu students against PL networks and links whose Hermite part is a
-polynomial (where :func:`certify.loss` certifies the plain student's gradient).  The smooth
-students' gradient is refused: the ridge part needs E[σ″_j σ_i] and E[σ′_j σ_i z_j] pair
-moments that :mod:`certify.smooth` does not enclose.
+gradient (rigorous): relu and leaky relu students through the ridge gradient moments of
+:mod:`certify.moments`, against PL networks and links whose Hermite part is a polynomial; the
+smooth students (erf, gelu, tanh, silu) through :func:`_smooth_grad_moments` -- Mehler sums of
+the normalized Hermite coefficients of σ, σ′ (:mod:`certify.smooth`) and of ασ″
+(e_n = √(n+1) d_{n+1}) with Cauchy–Schwarz tails -- against PL or smooth teacher networks and
+polynomial-link teachers.  Its widths follow the σ′ series' tail energy at ρ = 1 (the diagonal
+pairs): ~1e−16 relative for erf, gelu, silu and small tanh weights, up to ~1e−10 for tanh at
+|w| ≈ 1.2 with the order-128 series of prec ≤ 128 (a larger ``prec`` raises the order).
+Refused (CertificationError): gated / multi-index teachers, tabulated links, PL students
+against smooth teacher networks.
 
 References
 ----------
@@ -228,13 +234,6 @@ def _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, e2, e2z, prov
         raise CertificationError("a gradient enclosure is not finite", hint="a higher prec")
     out["v"] = BracketArray(lo.reshape(d), hi.reshape(d), prov)
     return out
-
-
-#: sup_t |σ″(t)| (upper bounds, by calculus): tanh″ = −2u(1 − u²) with u = tanh t, at most
-#: 4/(3√3) < 0.77; erf″ = −(4/√π) t e^{−t²}, at most 4/√(2πe) < 0.97; gelu″ = (2 − t²)φ(t), at
-#: most 2φ(0) < 0.8 (for t² > 2 at most 2φ(2)); silu″ = s(1 − s)(2 − t tanh(t/2)) with
-#: s(1 − s) = 1/(4cosh²(t/2)) ≤ 1/(4 + t²), so |silu″| ≤ (2 + |t|)/(4 + t²) < 0.61.
-SUP_D2 = {"tanh": 0.77, "erf": 0.97, "gelu": 0.8, "silu": 0.61}
 
 
 def _add_up(x: float, y: float) -> float:
