@@ -14,9 +14,10 @@ expectations for polynomial and piecewise-linear factors, kinks split), at 45 di
   intercept refitted): G_ij = s²(E[σ_iσ_j] − E[σ_i]E[σ_j]), g_i = s(E[σ_i(y − v·x)] −
   E[σ_i]E[y]), V = Var(y − v·x), each entry a quadrature; ``unrestricted`` = V − gᵀG⁻¹g
   (mpmath LU), ``bounded`` at budget B (stored) = min over ‖a′‖ ≤ B, by the secular equation
-  ‖(G + μI)⁻¹g‖ = B (mp.findroot) when ‖G⁻¹g‖ > B.
+  ‖(G + μI)⁻¹g‖ = B (mp.findroot) when ‖G⁻¹g‖ > B; ``same_budget`` the same at B = ‖a‖ (the
+  current head's norm, exact in mpmath).
 
-Run:  python data/_precompute/skip_grad_refit_refs.py [case indices]  (minutes per case;
+Run:  python data/_precompute/skip_grad_refit_refs.py [--refit-only] [case indices]  (minutes per case;
 each case into data/refs/skip_grad_refit_refs.json.part<i>, then ``--merge``).
 """
 import copy
@@ -168,18 +169,23 @@ def refit(cs):
     V = ey2 - ey * ey - 2 * eyv + mp.fsum(x * x for x in v)    # Var(y − v·x), E[v·x] = 0
     astar = mp.lu_solve(G, g)
     unres = V - (g.T * astar)[0, 0]
-    B = mp.mpf(BUDGET)
     nrm = mp.sqrt(mp.fsum(x * x for x in astar))
-    if nrm <= B:
-        bounded = unres
-    else:
+
+    def ball(B):
+        if nrm <= B:
+            return unres
+
         def phi(lmu):
             ab = mp.lu_solve(G + mp.exp(lmu) * mp.eye(m), g)
             return mp.sqrt(mp.fsum(x * x for x in ab)) - B
-        lmu = mp.findroot(phi, mp.mpf(0))
+        lmu = mp.findroot(phi, (mp.mpf(-80), mp.mpf(80)), solver="illinois")  # φ decreases in μ
         ab = mp.lu_solve(G + mp.exp(lmu) * mp.eye(m), g)
-        bounded = (ab.T * G * ab)[0, 0] - 2 * (g.T * ab)[0, 0] + V
+        return (ab.T * G * ab)[0, 0] - 2 * (g.T * ab)[0, 0] + V
+
+    bounded = ball(mp.mpf(BUDGET))
+    same = ball(mp.sqrt(mp.fsum(x * x for x in a)))        # B = ‖a‖ of the current head
     return {"unrestricted": mp.nstr(unres, 35), "bounded": mp.nstr(bounded, 35),
+            "same_budget": mp.nstr(same, 35),
             "budget": float(BUDGET).hex(), "variance": mp.nstr(V, 35),
             "unrestricted_head_norm": mp.nstr(nrm, 20)}
 
@@ -206,12 +212,23 @@ def main():
                 os.remove(os.path.join(d, f))
         _write(cur)
         return
-    idx = [int(x) for x in sys.argv[1:]] or list(range(len(R.CERTIFY_CASES)))
+    args = sys.argv[1:]
+    refit_only = "--refit-only" in args          # recompute ``refit``, keep the stored ``grad``
+    args = [x for x in args if x != "--refit-only"]
+    idx = [int(x) for x in args] or list(range(len(R.CERTIFY_CASES)))
+    stored = {}
+    if refit_only and os.path.exists(OUT):
+        with open(OUT) as fh:
+            stored = json.load(fh)["cases"]
     for i in idx:
         cs = R.CERTIFY_CASES[i]
         rec = {"inputs": R._hexed(cs), "refit": refit(cs)}
         print(i, cs["act"], rec["refit"], flush=True)
-        if i in GRAD_CASES:
+        if refit_only:
+            old = stored[str(i)]
+            assert old["inputs"] == rec["inputs"]
+            rec = {**old, "refit": rec["refit"]}
+        elif i in GRAD_CASES:
             g = fd_grad(cs)
             rec["grad"] = {k: (mp.nstr(x, 30) if not isinstance(x, list) else
                                [mp.nstr(y, 30) if not isinstance(y, list)
