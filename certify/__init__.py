@@ -23,6 +23,7 @@ from .errors import CertificationError, Undecided
 from .loss import LossBracket, loss
 from .refit import RefitBracket, refit_risk
 from . import smooth as _smooth  # noqa: F401  (registers the smooth-student moments)
+from . import skip as _skip  # noqa: F401  (registers the skip-student certifiers)
 from . import swiglu as _swiglu  # noqa: F401  (registers the SwiGLU certifiers)
 from .timescale import ExponentBracket, TimescaleBracket, scaling_exponent, timescale
 

@@ -12,11 +12,20 @@ from __future__ import annotations
 LOSS: dict = {}
 #: family name -> alignment(student, params, U, *, prec) -> AlignmentBracket
 ALIGNMENT: dict = {}
+#: families whose ``LOSS`` entry also takes ``grad=True`` (a certified gradient)
+GRAD: set = set()
+#: family name -> refit(student, params, teacher, prec, *, base) -> (G, g, V, moments): the
+#: refit quadratic, given the ridge builder ``base`` that :mod:`certify.refit` chose
+REFIT: dict = {}
 
 
-def register(name: str, *, loss=None, alignment=None) -> None:
+def register(name: str, *, loss=None, alignment=None, grad: bool = False, refit=None) -> None:
     """Register the certifiers of the student family ``name``."""
     if loss is not None:
         LOSS[name] = loss
+        if grad:
+            GRAD.add(name)
     if alignment is not None:
         ALIGNMENT[name] = alignment
+    if refit is not None:
+        REFIT[name] = refit

@@ -20,9 +20,8 @@ values, not enclosures), and for PL students against smooth teacher networks or 
 multi-index teachers, whose brackets come from the float64 engine with its estimated series
 error doubled plus a rounding allowance of 1e−13 of the loss scale (an estimate, not a bound).
 
-Students with a linear skip (``popdyn.Student(..., skip=True)``, :func:`skip_loss`) get the
-provenance of the same student without the skip: the skip terms are polynomials in the exact
-inputs and the enclosures E[σ′_j], E[y x] (Stein's lemma), evaluated in Arb.
+Other student families are bracketed by the certifier their module registers in
+:mod:`certify._families` (SwiGLU: :mod:`certify.swiglu`; the linear skip: :mod:`certify.skip`).
 """
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
 
-__all__ = ["LossBracket", "loss", "skip_loss"]
+__all__ = ["LossBracket", "loss"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +152,8 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
         raise TypeError(f"`grad` must be a bool, got {grad!r}")
     fam = family_of(student)
     if fam.name in _families.LOSS:       # e.g. SwiGLU students: certify.swiglu (issue 4)
+        if grad and fam.name in _families.GRAD:
+            return _families.LOSS[fam.name](student, params, teacher, prec=prec, grad=True)
         if grad:
             raise CertificationError(f"the gradient of a {fam.label} student is not certified",
                                      hint="grad=False (the loss), or popdyn.population_grad")
@@ -218,47 +219,6 @@ def _brackets(L, CM, prec, g=None) -> LossBracket:
                        tuple(CM.notes))
 
 
-def skip_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
-    r"""Bracket the loss of a student with a linear skip (``popdyn.Student(..., skip=True)``).
-
-    f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c.  With Stein's identity E[σ_j x] = E[σ′_j] w_j,
-    r_j = w_j·v and τ = E[y x] (:mod:`popdyn.skip`, SK-1):
-
-        L = L_ridge + s Σ_j a_j E[σ′_j] r_j − v·τ + ½|v|²,
-
-    where L_ridge is the loss of the same student without the skip (:func:`loss`), E[σ′_j] the
-    enclosures of :mod:`certify.moments` / :mod:`certify.smooth` (``CertMoments.mu1``) and τ by
-    Stein's lemma on the teacher units (``CertMoments.tx``: E[σ*′_t] u_t for PL and smooth
-    units, Ĥ_1 θ_t for a link's Hermite part).  Every term is a polynomial in exact float64
-    inputs and these balls, evaluated in Arb, so the bracket is ``rigorous`` exactly when the
-    ridge moments are.  Pairs the certified moments do not cover (gated / multi-index teachers,
-    PL students against smooth teacher networks, other activations) get the float64 engine's
-    ``numerical`` bracket, as for :func:`loss`.  No gradient (``grad=True`` raises).
-
-    References
-    ----------
-    :mod:`popdyn.skip` (SK-1); DESIGN §3 (Stein's lemma), §6 (brackets); issue 18.
-    """
-    _check_inputs(student, params, teacher)
-    plain = student.replace(skip=False)
-    if not (student_supported(plain) and teacher.ridge and pair_supported(plain, teacher)[0]):
-        return _numerical_loss(student, params, teacher, prec)
-    CM = certified_moments(plain, params, teacher, prec=prec)
-    with A.workprec(prec):
-        s = _scale(student)
-        a = A.mat_from_array(params.a)
-        c = arb(float(params.c))
-        v = A.mat_from_array(params.v)
-        r = A.mat_from_array(params.W) * v                   # r_j = w_j·v, in Arb
-        am = arb_mat(student.m, 1, [a[j, 0] * CM.mu1[j, 0] for j in range(student.m)])
-        L = (_ridge_loss(CM, s, a, c) + s * _dot(am, r) - _dot(v, CM.tx)
-             + _dot(v, v) / 2)
-        return _brackets(L, CM, prec)
-
-
-_families.register("skip", loss=skip_loss)
-
-
 def _arr_bounds(M: arb_mat, shape, prov):
     lo, hi = A.mat_bounds(M)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
@@ -267,21 +227,34 @@ def _arr_bounds(M: arb_mat, shape, prov):
 
 
 def _grad(student, params, teacher, CM, s, a, c, prov):
+    """The gradient brackets {"a", "W", "b", "c"} of the balls of :func:`_grad_balls`."""
+    return _grad_brackets(student, _grad_balls(student, params, teacher, CM, s, a, c), prov)
+
+
+def _grad_brackets(student, g, prov):
+    """Brackets of the gradient balls ``g`` (None for b and c: exactly 0)."""
+    m, d = student.m, student.d
+    out = {"a": _arr_bounds(g["a"], (m,), prov)}
+    out["c"] = (Bracket.from_arb(g["c"], provenance=prov) if g["c"] is not None
+                else Bracket.point(0.0, provenance=prov))
+    out["b"] = (_arr_bounds(g["b"], (m,), prov) if g["b"] is not None
+                else BracketArray(np.zeros(m), np.zeros(m), prov))
+    out["W"] = _arr_bounds(g["W"], (m, d), prov)
+    return out
+
+
+def _grad_balls(student, params, teacher, CM, s, a, c):
+    """∂L/∂a (m×1), ∂L/∂W (m×d), ∂L/∂b (m×1 or None), ∂L/∂c (ball or None) as balls."""
     m, d = student.m, student.d
     v = CM.v
     ga = s * (s * (CM.C * a) + CM.mu0 * c - CM.Ct * v)
-    out = {"a": _arr_bounds(ga, (m,), prov)}
-    if student.intercept:
-        gc = s * _dot(a, CM.mu0) + c - CM.ey
-        out["c"] = Bracket.from_arb(gc, provenance=prov)
-    else:
-        out["c"] = Bracket.point(0.0, provenance=prov)
+    out = {"a": ga}
+    out["c"] = s * _dot(a, CM.mu0) + c - CM.ey if student.intercept else None
     if student.bias:
         inner = s * (CM.D * a) + CM.mu1 * c - CM.Dt * v
-        gb = arb_mat(m, 1, [s * a[i, 0] * inner[i, 0] for i in range(m)])
-        out["b"] = _arr_bounds(gb, (m,), prov)
+        out["b"] = arb_mat(m, 1, [s * a[i, 0] * inner[i, 0] for i in range(m)])
     else:
-        out["b"] = BracketArray(np.zeros(m), np.zeros(m), prov)
+        out["b"] = None
     scal = s * (CM.A * a) + CM.mu2 * c - CM.At * v
     W = A.mat_from_array(params.W)
     aW = arb_mat(m, d, [a[i, 0] * W[i, j] for i in range(m) for j in range(d)])
@@ -295,7 +268,7 @@ def _grad(student, params, teacher, CM, s, a, c, prov):
         fac = s * a[i, 0]
         for j in range(d):
             gW[i, j] = fac * (th[j] * scal[i, 0] + rest[i, j])
-    out["W"] = _arr_bounds(gW, (m, d), prov)
+    out["W"] = gW
     return out
 
 

@@ -632,10 +632,11 @@ class CertMoments:
 
     All matrices are python-flint ``arb_mat`` (balls).  ``C``, ``B`` (m×m), ``mu0`` (m×1);
     ``Ct`` (m×k) against the teacher units, whose weights are ``v`` (k×1) and whose moments
-    are ``ey`` = E[y], ``ey2`` = E[y²]; ``mu1`` (m×1) = E[σ′_j] and ``tx`` (d×1) = E[y x]
-    (the linear moments a linear skip v·x needs, :mod:`certify.loss`); with ``grad`` also
-    ``A``, ``D``, ``mu2``, ``At``, ``Bt``, ``Dt``.  ``rigorous`` is False when a tabulated
-    (numerical) Hermite part entered; ``notes`` says which.
+    are ``ey`` = E[y], ``ey2`` = E[y²]; with ``grad`` also ``A``, ``D``, ``mu1``, ``mu2``,
+    ``At``, ``Bt``, ``Dt``.  ``rigorous`` is False when a tabulated (numerical) Hermite part
+    entered; ``notes`` says which.  ``geo``, ``units``, ``teacher_units`` and ``wprec`` are
+    the records the enclosures were built from (the exact geometry, the student and teacher
+    unit objects, the working precision), for per-unit moments a caller derives from them.
     """
 
     C: arb_mat
@@ -654,7 +655,10 @@ class CertMoments:
     Dt: arb_mat | None = None
     theta: list | None = None
     teacher_rows: np.ndarray | None = None
-    tx: arb_mat | None = None
+    geo: object = None
+    units: list | None = None
+    teacher_units: list | None = None
+    wprec: int | None = None
     rigorous: bool = True
     notes: list = field(default_factory=list)
     prec: int = 128
@@ -1088,8 +1092,9 @@ def _compute(student, params, teacher, prec, grad, need_B, exact):
                     Dm[j, i] = dji
         mu0 = arb_mat(m, 1, [u.mu0 for u in su])
         out = CertMoments(C=C, B=B, mu0=mu0, A=Am, D=Dm, prec=prec)
-        out.mu1 = arb_mat(m, 1, [u.mu1 for u in su])
+        out.geo, out.units, out.wprec = geo, su, prec
         if grad:
+            out.mu1 = arb_mat(m, 1, [u.mu1 for u in su])
             out.mu2 = arb_mat(m, 1, [u.mu2 for u in su])
             out.theta = [geo.theta(i, params.W[i]) for i in range(m)]
         if teacher is None:
@@ -1173,36 +1178,7 @@ def _teacher_part(out, su, geo, student, teacher, m, prec, grad, exact):
     out.ey = ey
     out.ey2 = ey2
     out.teacher_rows = teacher.U
-    out.tx = teacher_linear_moment(teacher, geo, m, [(pl.mu1 if pl is not None else None, h)
-                                                     for pl, h in tu])
-
-
-def teacher_linear_moment(teacher, geo, m, parts):
-    """E[y x] (d×1 balls) of a teacher y = Σ_t v_t y_t(u_t·x + b_t) by Stein's lemma.
-
-    ``parts`` gives per teacher unit (E[σ′_t] of its PL or smooth part or None, its Hermite
-    part :class:`_Herm` or None).  A unit σ(u·x + b) gives E[σ′] u (u the raw row, exact); a
-    Hermite part H(α θ·x) gives θ E[H(αZ) Z] = Ĥ_1 θ (the normalized coefficient of order one;
-    a tabulated part adds its α ≠ 1 allowance ``dal``, since ‖Z‖ = 1).
-    """
-    d = teacher.d
-    tx = [arb(0)] * d
-    for t, (mu1, h) in enumerate(parts):
-        vt = arb(float(teacher.weights[t]))
-        if mu1 is not None:
-            f = vt * mu1
-            for i in range(d):
-                tx[i] += f * arb(float(teacher.U[t, i]))
-        if h is not None and not geo.zero[m + t]:
-            c1 = h.c[1] if h.K >= 1 else arb(0)
-            if h.K < 1 and h.tau > 0.0:
-                c1 = arb(0, h.tau)              # |Ĥ_1| <= the tail norm beyond order 0
-            if h.dal > 0.0:
-                c1 = c1 + arb(0, h.dal)
-            th = geo.theta(m + t, teacher.U[t])
-            for i in range(d):
-                tx[i] += vt * c1 * th[i]
-    return arb_mat(d, 1, tx)
+    out.teacher_units = tu
 
 
 def _grad_herm(u: _PL, h: _Herm, rho, al_t):

@@ -38,6 +38,7 @@ is the risk of that head; the bracket is on the infimum over all heads.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ from popdyn.family import RefitProblem
 from popdyn.objective import _check
 
 from . import _arb as A
+from . import _families
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -248,7 +250,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         As in :func:`popdyn.diagnostics.refit_risk`: relu, leaky_relu and smooth (silu, gelu,
         tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks and additive
         teachers; SwiGLU students (:func:`certify.swiglu.swiglu_refit_problem`) against
-        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded).
+        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded); skip
+        students with v frozen (:func:`certify.skip.skip_refit_problem`).
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional
@@ -303,7 +306,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         _check(student, params, teacher)
         _problem_of = _problem
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
-    if student.family.name not in ("ridge", "swiglu"):
+    fam_refit = _families.REFIT.get(student.family.name)      # e.g. certify.skip
+    if student.family.name not in ("ridge", "swiglu") and fam_refit is None:
         raise CertificationError(
             f"certified refit covers ridge and SwiGLU students, not {student.family.label} "
             "students", hint="use popdyn.diagnostics.refit_risk for a float64 value")
@@ -319,6 +323,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     elif not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
+    if fam_refit is not None:
+        _problem_of = functools.partial(fam_refit, base=_problem_of)
     if kind == "projected":
         Sx, axes = teacher_frame(teacher if U is None else U, student.d)
         params = params.replace(W=snap_to_axes(params.W, Sx, axes))

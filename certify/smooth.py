@@ -637,7 +637,7 @@ def smooth_moments(student, params, teacher=None, *, prec: int = 128, need_B: bo
                     B[j, i] = b
         mu0 = arb_mat(m, 1, [u.mu0 for u in su])
         out = MO.CertMoments(C=C, B=B, mu0=mu0, prec=prec)
-        out.mu1 = arb_mat(m, 1, [u.mu1 for u in su])        # E[σ′_j] (a linear skip's terms)
+        out.geo, out.units, out.wprec = geo, su, wp
         if teacher is None:
             return out
         _smooth_teacher_part(out, su, eng, geo, teacher, tsm, m, N, prec)
@@ -726,9 +726,7 @@ def _smooth_teacher_part(out, su, eng, geo, teacher, tsm, m, N, prec):
     out.ey = ey
     out.ey2 = ey2
     out.teacher_rows = teacher.U
-    parts = ([(pl.mu1 if pl is not None else None, h) for pl, h in tu] if tu is not None
-             else [(u.mu1, None) for u in tsm])
-    out.tx = MO.teacher_linear_moment(teacher, geo, m, parts)
+    out.teacher_units = tu if tu is not None else tsm
 
 
 def _order_for(units, prec):

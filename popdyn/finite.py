@@ -53,7 +53,7 @@ def _check_student(student, params, name="params"):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
     if student.family.name != "ridge":
         raise ValueError(f"finite-sample training is implemented for ridge students; "
-                         f"a {student.family.label} student (skip=True) is not supported")
+                         f"a {student.family.label} student is not supported")
     student.check(params, name)
 
 

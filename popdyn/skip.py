@@ -37,8 +37,9 @@ y = κ·G(Ux), with G = Σ_A F_A h_A its normalized Hermite tensor, it is the li
 
 (gated y = κF(s)t: τ = κ E[F(Z)] u_2), exact from the stored entries (:func:`linear_part`).
 
-Certification: ``certify.loss`` brackets the loss by the same formula (SK-1) in Arb
-(``certify.loss.skip_loss``: rigorous wherever the ridge student's bracket is).
+Certification: :mod:`certify.skip` (reached through ``certify.loss`` and
+``certify.refit_risk``) brackets the loss (SK-1), the gradient (SK-2) and the refit above in
+Arb: rigorous wherever the bracket of the student without the skip is.
 
 References
 ----------

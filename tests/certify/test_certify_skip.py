@@ -1,5 +1,5 @@
 """certify.loss for students with a linear skip (issue 18d): L = L_ridge + s Σ a_j E[σ′_j] w_j·v
-− v·E[y x] + ½|v|² in Arb (certify.loss.skip_loss).
+− v·E[y x] + ½|v|² in Arb (certify.skip.skip_loss).
 
 References: data/refs/skip_refs.json (mpmath nested quadrature at 35 digits of the whole loss,
 inputs as float64 hex; data/_precompute/skip_refs.py), not popdyn code.  The bracket must
@@ -114,4 +114,4 @@ def test_unsupported_pairs_are_numerical_and_no_gradient():
     res = certify.loss(S, p, G)
     assert res.provenance == "numerical" and res.loss.contains(popdyn.population_loss(S, p, G))
     with pytest.raises(CertificationError, match="gradient of a skip student"):
-        certify.loss(S, p, T, grad=True)
+        certify.loss(S, p, G, grad=True)
