@@ -34,6 +34,11 @@ Usage:
         reading changed (e.g. teachers.normalize=true, train.head_lr_mult=1.0; VALUE in TOML
         syntax), run through the sweep into STORE (runs already there are reused): medians of
         t_P, t(l <= 0.99), A_top(P), R_0, R_P, Delta A_top, Delta R per link, and per seed.
+    python benchmarks/protocol_probes.py table2|figure1 STORE NSEEDS [SECTION.KEY=VALUE ...]
+        Table 2 / Figure 1 (data/configs/paper/table2.toml, figure1.toml), seeds 0..NSEEDS-1,
+        one reading changed (e.g. teachers.normalize="second_moment", train.lr=0.025,
+        train.max_updates=400 for a probe of the endpoint quantities only), run through the
+        sweep into STORE: medians (and means) of popdyn reproduce's own per-run measures.
     python benchmarks/protocol_probes.py refitparts STORE NSEEDS
         The Table 6 runs of h3 and h3+.3h2 in STORE (seeds 0..NSEEDS-1): the unrestricted refit
         on the frozen features at 0 and at P split into the teacher's parts, y = h3 + 0.3 h2:
@@ -203,6 +208,46 @@ def links_probe(store, nseeds, overrides=()):
               + " | dR " + " ".join(f"{r['dR']:.3f}" for r in rs), flush=True)
 
 
+def relu_table_probe(name, store, nseeds, overrides=()):
+    """Table 2 / Figure 1 quantities (popdyn.experiments.reproduce's own measures) of the
+    shipped configuration ``name`` (table2, figure1), seeds 0..nseeds-1, with readings changed
+    by SECTION.KEY=VALUE overrides (teachers.* applies to every teacher), run into ``store``."""
+    import tomllib
+
+    from popdyn import config
+    from popdyn._paths import data_path
+    from popdyn.experiments.reproduce import _m_figure1, _m_table2
+    from popdyn.experiments.store import Store
+    from popdyn.experiments.sweep import sweep
+
+    cfg = config.load(data_path("configs", "paper", f"{name}.toml"))
+    cfg["init"]["seeds"] = list(range(nseeds))
+    for ov in overrides:
+        k, v = ov.split("=", 1)
+        sec, key = k.split(".")
+        val = tomllib.loads(f"x = {v}")["x"]
+        if sec in ("teachers", "teacher"):
+            tabs = cfg["teachers"] if "teachers" in cfg else [cfg["teacher"]]
+        else:
+            tabs = [cfg.setdefault(sec, {})]
+        for t in tabs:
+            t[key] = val
+    st = Store(store)
+    t0 = time.time()
+    res = sweep(cfg, st, workers=1, progress=False)
+    meas = _m_table2 if name == "table2" else _m_figure1
+    rows = {}
+    for k in res["keys"]:
+        rows.setdefault(st.record(k)["label"], []).append(meas(st.record(k), st.arrays(k)))
+    print(f"{name} {' '.join(overrides) or '(as shipped)'}: seeds 0-{nseeds - 1}, "
+          f"{res['ran']} runs computed [{time.time() - t0:.0f}s]")
+    for lab, rs in rows.items():
+        qs = [q for q in rs[0] if isinstance(rs[0][q], (int, float))]
+        print(f"  {lab}: " + " ".join(f"{q} {np.median([r[q] for r in rs]):.4g}" for q in qs)
+              + " | mean " + " ".join(f"{q} {np.mean([r[q] for r in rs]):.4g}" for q in qs
+                                      if q.startswith(("A_", "refit", "loss"))), flush=True)
+
+
 def refitparts_probe(store, nseeds):
     from popdyn.config import make_student, teacher_from_table
     from popdyn.experiments.runner import params_from
@@ -234,6 +279,9 @@ if __name__ == "__main__":
     a = sys.argv
     if a[1] == "links":
         links_probe(a[2], int(a[3]), a[4:])
+        raise SystemExit(0)
+    if a[1] in ("table2", "figure1"):
+        relu_table_probe(a[1], a[2], int(a[3]), a[4:])
         raise SystemExit(0)
     if a[1] == "refitparts":
         refitparts_probe(a[2], int(a[3]))
