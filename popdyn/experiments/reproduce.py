@@ -79,7 +79,7 @@ def _unit(rec, T) -> float:
     moment (``normalize = "second_moment"``: the loss is the raw MSE, one for the zero
     predictor), V_Y otherwise (docs/protocol.md, "Units")."""
     if rec["spec"]["teacher"].get("normalize") == "second_moment":
-        return float(T.second_moment)
+        return float(T.variance) + float(T.mean) ** 2     # = V_Y exactly for a centered teacher
     return float(T.variance)
 
 
