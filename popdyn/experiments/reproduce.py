@@ -168,8 +168,13 @@ def _m_figure1(rec, arrs):
     out = {"A_min_0": r[0]["a_min"], "A_min_200": r[i200]["a_min"],
            "loss_0": _in_unit(float(r[0]["normalized_loss"]), T, VY),
            "loss_200": _in_unit(float(r[i200]["normalized_loss"]), T, VY)}
-    for suffix, B in (("", "teacher"), ("_trained_head", "trained_head")):
-        f0, f2 = fixed_ball_refits(S, [p0, p2], T, budget=B, features="coefficient")
+    # both balls, refitted with an intercept (as declared) and without one (c′ = 0, the
+    # readout alone, as these students have no intercept; reported beside the table)
+    for suffix, B, icpt in (("", "teacher", True), ("_trained_head", "trained_head", True),
+                            ("_no_intercept", "teacher", False),
+                            ("_trained_head_no_intercept", "trained_head", False)):
+        f0, f2 = fixed_ball_refits(S, [p0, p2], T, budget=B, features="coefficient",
+                                   intercept=icpt)
         out["refit_0" + suffix], out["refit_200" + suffix] = f0.risk / VY, f2.risk / VY
     return out
 
