@@ -41,8 +41,9 @@ Usage:
     python benchmarks/protocol_probes.py table2|figure1 STORE NSEEDS [SECTION.KEY=VALUE ...]
         Table 2 / Figure 1 (data/configs/paper/table2.toml, figure1.toml), seeds 0..NSEEDS-1,
         one reading changed (e.g. teachers.normalize="second_moment", train.lr=0.025,
-        train.max_updates=400 for a probe of the endpoint quantities only), run through the
-        sweep into STORE: medians (and means) of popdyn reproduce's own per-run measures.
+        train.max_updates=400 for a probe of the endpoint quantities only; select.labels=[...]
+        runs only the teachers of those labels), run through the sweep into STORE: medians
+        (and means) of popdyn reproduce's own per-run measures.
     python benchmarks/protocol_probes.py refitparts STORE NSEEDS
         The Table 6 runs of h3 and h3+.3h2 in STORE (seeds 0..NSEEDS-1): the unrestricted refit
         on the frozen features at 0 and at P split into the teacher's parts, y = h3 + 0.3 h2:
@@ -250,6 +251,9 @@ def relu_table_probe(name, store, nseeds, overrides=()):
         k, v = ov.split("=", 1)
         sec, key = k.split(".")
         val = tomllib.loads(f"x = {v}")["x"]
+        if (sec, key) == ("select", "labels"):        # run only these teachers
+            cfg["teachers"] = [t for t in cfg["teachers"] if t["label"] in val]
+            continue
         if sec in ("teachers", "teacher"):
             tabs = cfg["teachers"] if "teachers" in cfg else [cfg["teacher"]]
         else:
