@@ -433,3 +433,27 @@ def test_normalize_values_validated():
         C.teacher_from_table(tomllib.loads(base + 'normalize = "l2"\n')["teacher"], 3)
     with pytest.raises(ValueError, match="`moment` must be 'variance' or 'second_moment'"):
         popdyn.Teacher.additive("silu", np.eye(3)[:2]).normalized("l2")
+
+
+@pytest.mark.parametrize("norm", ["second_moment", True])
+def test_figure1_loss_unit_follows_the_normalization(tmp_path, monkeypatch, norm):
+    """The reported loss at initialization (s = 1e-4, so f ≈ 0 and MSE ≈ E[y²]) is one in units
+    of E[y²] under normalize = "second_moment" and E[y²]/V_Y = 1 + 2E[g]²/Var g (y = g(z₁) +
+    g(z₂) up to scale) under unit variance, the moments of the SiLU link from 30-digit quadrature (rank two, independent)."""
+    real = R._configs
+
+    def tiny(name, seeds):
+        cfgs = real(name, seeds)
+        for cfg in cfgs:
+            cfg["student"].update(d=6, m=4)
+            cfg["teacher"]["normalize"] = norm
+            cfg["train"]["max_updates"] = 3
+            cfg["schedule"] = {"every": 3, "early": [1, 2]}
+        return cfgs
+
+    monkeypatch.setattr(R, "_configs", tiny)
+    out = R.reproduce("figure1", seeds=1, store=tmp_path / "st", workers=1)
+    (row,) = out["rows"]["raw SiLU"]
+    m1, m2 = _gauss_moments_mp(lambda z: z / (1 + __import__("mpmath").exp(-z)))
+    want = 1.0 if norm == "second_moment" else float(1 + 2 * m1 ** 2 / (m2 - m1 ** 2))
+    assert row["loss_0"] == pytest.approx(want, abs=1e-6)
