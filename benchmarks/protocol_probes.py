@@ -34,6 +34,16 @@ Usage:
         reading changed (e.g. teachers.normalize=true, train.head_lr_mult=1.0; VALUE in TOML
         syntax), run through the sweep into STORE (runs already there are reused): medians of
         t_P, t(l <= 0.99), A_top(P), R_0, R_P, Delta A_top, Delta R per link, and per seed.
+    python benchmarks/protocol_probes.py endpoint var|m2 NSEEDS LR [SCALE [VARIANT]]
+        Table 2 reading, the four teachers normalized to unit variance (var) or unit second
+        moment (m2), seeds 0..NSEEDS-1: the 5% ratio-prefix endpoint E at step LR, init scale
+        SCALE (default 0.01) and VARIANT none | a_fanin | b_zero (probe P10).
+    python benchmarks/protocol_probes.py table2|figure1 STORE NSEEDS [SECTION.KEY=VALUE ...]
+        Table 2 / Figure 1 (data/configs/paper/table2.toml, figure1.toml), seeds 0..NSEEDS-1,
+        one reading changed (e.g. teachers.normalize="second_moment", train.lr=0.025,
+        train.max_updates=400 for a probe of the endpoint quantities only; select.labels=[...]
+        runs only the teachers of those labels), run through the sweep into STORE: medians
+        (and means) of popdyn reproduce's own per-run measures.
     python benchmarks/protocol_probes.py refitparts STORE NSEEDS
         The Table 6 runs of h3 and h3+.3h2 in STORE (seeds 0..NSEEDS-1): the unrestricted refit
         on the frozen features at 0 and at P split into the teacher's parts, y = h3 + 0.3 h2:
@@ -79,6 +89,26 @@ def clock_probe(link, seed, lr, d=64, m=32, s=0.01, maxu=1000):
     a0 = alignment(popdyn.agop(S, p), T.subspace)
     aE = alignment(popdyn.agop(S, trE.final), T.subspace)
     return E, lr * E, aE.a_mean - a0.a_mean, aE.a_min - a0.a_min
+
+
+def endpoint_probe(link, seed, norm, lr, s=0.01, variant="none", d=64, m=32, maxu=1500):
+    """The 5% ratio-prefix endpoint E of one Table 2 run (mean-field, no intercept, norm-scale
+    initialization), the teacher normalized to unit variance (``norm`` = "var") or unit second
+    moment ("m2"), step ``lr``, scale ``s``; ``variant`` changes one initialization convention:
+    "a_fanin" (head drawn at s/sqrt(m)), "b_zero" (zero initial biases), "none"."""
+    T = popdyn.Teacher.additive(LINKS[link], np.eye(d)[:2])
+    T = T.normalized() if norm == "var" else T.normalized("second_moment")
+    S = popdyn.Student(d, m, intercept=False, scaling="mean_field")
+    p = S.init(seed, s, None)
+    if variant == "a_fanin":
+        p = p.replace(a=p.a / np.sqrt(m))
+    elif variant == "b_zero":
+        p = p.replace(b=0 * p.b)
+    elif variant != "none":
+        raise ValueError(f"variant must be 'none', 'a_fanin' or 'b_zero', got {variant!r}")
+    tr = popdyn.train(S, p, T, method="gd", lr=lr, max_updates=maxu,
+                      schedule=popdyn.Schedule(every=10 ** 9, early=()))
+    return plateau(2 * tr.loss / T.variance, ratio=0.05).end_n
 
 
 def hmax_probe(link, seed, hmaxes):
@@ -203,6 +233,49 @@ def links_probe(store, nseeds, overrides=()):
               + " | dR " + " ".join(f"{r['dR']:.3f}" for r in rs), flush=True)
 
 
+def relu_table_probe(name, store, nseeds, overrides=()):
+    """Table 2 / Figure 1 quantities (popdyn.experiments.reproduce's own measures) of the
+    shipped configuration ``name`` (table2, figure1), seeds 0..nseeds-1, with readings changed
+    by SECTION.KEY=VALUE overrides (teachers.* applies to every teacher), run into ``store``."""
+    import tomllib
+
+    from popdyn import config
+    from popdyn._paths import data_path
+    from popdyn.experiments.reproduce import _m_figure1, _m_table2
+    from popdyn.experiments.store import Store
+    from popdyn.experiments.sweep import sweep
+
+    cfg = config.load(data_path("configs", "paper", f"{name}.toml"))
+    cfg["init"]["seeds"] = list(range(nseeds))
+    for ov in overrides:
+        k, v = ov.split("=", 1)
+        sec, key = k.split(".")
+        val = tomllib.loads(f"x = {v}")["x"]
+        if (sec, key) == ("select", "labels"):        # run only these teachers
+            cfg["teachers"] = [t for t in cfg["teachers"] if t["label"] in val]
+            continue
+        if sec in ("teachers", "teacher"):
+            tabs = cfg["teachers"] if "teachers" in cfg else [cfg["teacher"]]
+        else:
+            tabs = [cfg.setdefault(sec, {})]
+        for t in tabs:
+            t[key] = val
+    st = Store(store)
+    t0 = time.time()
+    res = sweep(cfg, st, workers=1, progress=False)
+    meas = _m_table2 if name == "table2" else _m_figure1
+    rows = {}
+    for k in res["keys"]:
+        rows.setdefault(st.record(k)["label"], []).append(meas(st.record(k), st.arrays(k)))
+    print(f"{name} {' '.join(overrides) or '(as shipped)'}: seeds 0-{nseeds - 1}, "
+          f"{res['ran']} runs computed [{time.time() - t0:.0f}s]")
+    for lab, rs in rows.items():
+        qs = [q for q in rs[0] if isinstance(rs[0][q], (int, float))]
+        print(f"  {lab}: " + " ".join(f"{q} {np.median([r[q] for r in rs]):.4g}" for q in qs)
+              + " | mean " + " ".join(f"{q} {np.mean([r[q] for r in rs]):.4g}" for q in qs
+                                      if q.startswith(("A_", "refit", "loss"))), flush=True)
+
+
 def refitparts_probe(store, nseeds):
     from popdyn.config import make_student, teacher_from_table
     from popdyn.experiments.runner import params_from
@@ -234,6 +307,20 @@ if __name__ == "__main__":
     a = sys.argv
     if a[1] == "links":
         links_probe(a[2], int(a[3]), a[4:])
+        raise SystemExit(0)
+    if a[1] == "endpoint":
+        norm, nseeds, lr = a[2], int(a[3]), float(a[4])
+        sc = float(a[5]) if len(a) > 5 else 0.01
+        variant = a[6] if len(a) > 6 else "none"
+        for link in LINKS:
+            t0 = time.time()
+            E = np.array([endpoint_probe(link, sd, norm, lr, sc, variant) for sd in range(nseeds)])
+            print(f"endpoint {norm} lr={lr:.6g} s={sc:g} {variant} {link:5s} seeds 0-{nseeds - 1}: "
+                  f"median E {np.median(E):.1f} [{E.min()}, {E.max()}] [{time.time() - t0:.0f}s]",
+                  flush=True)
+        raise SystemExit(0)
+    if a[1] in ("table2", "figure1"):
+        relu_table_probe(a[1], a[2], int(a[3]), a[4:])
         raise SystemExit(0)
     if a[1] == "refitparts":
         refitparts_probe(a[2], int(a[3]))

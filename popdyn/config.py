@@ -13,7 +13,8 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     name = "smoke"                      # optional label of the sweep
     [teacher]                           # or [[teachers]] (a list); each may carry a `label`
     kind = "additive"                   # "additive" (default) | "network" | "gated"
-    normalize = false                   # true: rescale to unit variance (explicit option)
+    normalize = false                   # true: rescale to unit variance (explicit option);
+                                        # "second_moment": to E[y²] = 1 (unit L²(γ) norm)
     link = "h2"; rank = 2; kappa = [...]; U = [[...]]          (additive)
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
@@ -267,13 +268,16 @@ def build_teacher(cfg: dict, d: int) -> Teacher:
 
 
 def teacher_from_table(table: dict, d: int) -> Teacher:
-    """Build a teacher from its table; ``normalize = true`` rescales it to unit variance
-    (explicit, never silent: DESIGN §2)."""
+    """Build a teacher from its table; ``normalize = true`` rescales it to unit variance,
+    ``normalize = "second_moment"`` to E[y²] = 1 (explicit, never silent: DESIGN §2)."""
     t = dict(table)
     norm = t.pop("normalize", False)
-    if not isinstance(norm, bool):
-        raise ConfigError(f"[teacher] normalize must be true or false, got {norm!r}")
+    if not (isinstance(norm, bool) or norm == "second_moment"):
+        raise ConfigError(f"[teacher] normalize must be true, false or 'second_moment', "
+                          f"got {norm!r}")
     T = _teacher(t, d)
+    if norm == "second_moment":
+        return T.normalized("second_moment")
     return T.normalized() if norm else T
 
 

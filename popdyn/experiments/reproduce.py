@@ -74,6 +74,21 @@ def _build(rec):
     return S, teacher_from_table(spec["teacher"], S.d)
 
 
+def _unit(rec, T) -> float:
+    """The unit of loss and refit risk of a run: E[y²] for a teacher normalized to unit second
+    moment (``normalize = "second_moment"``: the loss is the raw MSE, one for the zero
+    predictor), V_Y otherwise (docs/protocol.md, "Units")."""
+    if rec["spec"]["teacher"].get("normalize") == "second_moment":
+        return float(T.variance) + float(T.mean) ** 2     # = V_Y exactly for a centered teacher
+    return float(T.variance)
+
+
+def _in_unit(ell, T, unit) -> float:
+    """A stored normalized loss (MSE/V_Y) in the run's ``unit`` (unchanged when it is V_Y)."""
+    V = float(T.variance)
+    return ell if unit == V else ell * V / unit
+
+
 def _at_or_before(snap_n, n) -> int:
     return int(np.searchsorted(np.asarray(snap_n), n, side="right")) - 1
 
@@ -88,11 +103,13 @@ def _m_table2(rec, arrs):
     iE = _at_or_before(arrs["snap_n"], E)
     r0, rE = rec["records"][0], rec["records"][iE]
     p0, pE = params_from(S, arrs, 0), params_from(S, arrs, iE)
-    VY = float(T.variance)
+    VY = _unit(rec, T)       # V_Y, or E[y²] under the second-moment normalization
     out = {"E": E, "E_delta": int(rec["plateaus"]["delta=0.001"]["end_n"]),
            "E_snapshot": int(arrs["snap_n"][iE]),
            "dA_min": rE["a_min"] - r0["a_min"], "dA_mean": rE["a_mean"] - r0["a_mean"],
-           "L_20000": float(rec["loss_final"]), "n_final": int(rec["n_final"])}
+           # the stored loss is MSE/V_Y; reported in the run's unit
+           "L_20000": _in_unit(float(rec["loss_final"]), T, VY),
+           "n_final": int(rec["n_final"])}
     # the two budget readings of "unchanged coefficient budgets" (docs/protocol.md): one ball
     # B = ‖κ‖ of the teacher (declared), and B = the trained head's coefficient norm at E
     # and, beside them, the teacher ball refitted without an intercept (c′ = 0: the mean stays
@@ -146,12 +163,18 @@ def _m_figure1(rec, arrs):
     S, T = _build(rec)
     i200 = _at_or_before(arrs["snap_n"], 200)
     p0, p2 = params_from(S, arrs, 0), params_from(S, arrs, i200)
-    VY = float(T.variance)
+    VY = _unit(rec, T)
     r = rec["records"]
     out = {"A_min_0": r[0]["a_min"], "A_min_200": r[i200]["a_min"],
-           "loss_0": float(r[0]["normalized_loss"]), "loss_200": float(r[i200]["normalized_loss"])}
-    for suffix, B in (("", "teacher"), ("_trained_head", "trained_head")):
-        f0, f2 = fixed_ball_refits(S, [p0, p2], T, budget=B, features="coefficient")
+           "loss_0": _in_unit(float(r[0]["normalized_loss"]), T, VY),
+           "loss_200": _in_unit(float(r[i200]["normalized_loss"]), T, VY)}
+    # both balls, refitted with an intercept (as declared) and without one (c′ = 0, the
+    # readout alone, as these students have no intercept; reported beside the table)
+    for suffix, B, icpt in (("", "teacher", True), ("_trained_head", "trained_head", True),
+                            ("_no_intercept", "teacher", False),
+                            ("_trained_head_no_intercept", "trained_head", False)):
+        f0, f2 = fixed_ball_refits(S, [p0, p2], T, budget=B, features="coefficient",
+                                   intercept=icpt)
         out["refit_0" + suffix], out["refit_200" + suffix] = f0.risk / VY, f2.risk / VY
     return out
 

@@ -158,11 +158,22 @@ class Teacher:
         """
         return _KINDS["multi_index"].build(hermite_tensor, U, kappa, tail2=tail2)
 
-    def normalized(self) -> "Teacher":
-        """The same teacher rescaled to unit variance (an explicit option, never silent)."""
-        sd = np.sqrt(self.variance)
+    def normalized(self, moment: str = "variance") -> "Teacher":
+        """The same teacher rescaled to unit variance (an explicit option, never silent).
+
+        Parameters
+        ----------
+        moment : {"variance", "second_moment"}
+            ``"variance"`` (default): V_Y = 1.  ``"second_moment"``: E[y²] = 1, the unit norm
+            of y in L²(γ), so that the zero predictor has MSE one; the two differ only for a
+            teacher with a mean (seed paper 003, "per normalized teacher", l.19; "Both teacher
+            means … are retained", l.113; docs/protocol.md).
+        """
+        if moment not in ("variance", "second_moment"):
+            raise ValueError(f"`moment` must be 'variance' or 'second_moment', got {moment!r}")
+        sd = np.sqrt(self.variance if moment == "variance" else self.second_moment)
         if not sd > 0:
-            raise ValueError("cannot normalize a teacher with zero variance")
+            raise ValueError(f"cannot normalize a teacher with zero {moment.replace('_', ' ')}")
         return replace(self, weights=self.weights / sd)
 
     # ------------------------------------------------------------------ geometry

@@ -10,6 +10,8 @@
 * the reproduce machinery: verdicts, comparison, the markdown section writer, and a tiny
   end-to-end run through the CLI (a few seconds).
 """
+import tomllib
+
 import numpy as np
 import pytest
 
@@ -388,3 +390,70 @@ def test_the_diagnostic_schedule_does_not_change_a_swiglu_flow_trajectory():
     assert np.array_equal(dense.loss, bare.loss)
     assert np.array_equal(dense.t, bare.t)
     assert np.array_equal(dense.final.G, bare.final.G) and np.array_equal(dense.final.a, bare.final.a)
+
+
+# ---------------------------------------------------------------- teacher normalization readings
+def _gauss_moments_mp(g):
+    """E[g(Z)], E[g(Z)²] for Z ~ N(0, 1) by mpmath quadrature at 30 digits (independent)."""
+    import mpmath as mp
+
+    mp.mp.dps = 30
+    w = lambda z: mp.exp(-z * z / 2) / mp.sqrt(2 * mp.pi)  # noqa: E731
+    m1 = mp.quad(lambda z: g(z) * w(z), [-mp.inf, 0, mp.inf])
+    m2 = mp.quad(lambda z: g(z) ** 2 * w(z), [-mp.inf, 0, mp.inf])
+    return m1, m2
+
+
+@pytest.mark.parametrize("link, g", [
+    ("silu", lambda z: z / (1 + __import__("mpmath").exp(-z))),
+    ("relu", lambda z: z if z > 0 else 0 * z),
+])
+def test_second_moment_normalization_against_mpmath(link, g):
+    """normalize = "second_moment" gives the rank-two additive teacher E[y²] = 1: its weights
+    equal 1/sqrt(2 E[g²] + 2 E[g]²) from 30-digit quadrature (independent coordinates), and
+    unit variance ("true") gives 1/sqrt(2 Var g); the key is absent unless given."""
+    m1, m2 = _gauss_moments_mp(g)
+    base = f'[teacher]\nlink = "{link}"\nrank = 2\n'
+    Tm = C.teacher_from_table(tomllib.loads(base + 'normalize = "second_moment"\n')["teacher"], 3)
+    Tv = C.teacher_from_table(tomllib.loads(base + "normalize = true\n")["teacher"], 3)
+    np.testing.assert_allclose(Tm.weights, float(1 / (2 * m2 + 2 * m1 ** 2) ** 0.5), rtol=1e-12)
+    np.testing.assert_allclose(Tv.weights, float(1 / (2 * (m2 - m1 ** 2)) ** 0.5), rtol=1e-12)
+    assert abs(Tm.second_moment - 1) < 1e-12 and abs(Tv.variance - 1) < 1e-12
+
+
+def test_second_moment_normalization_is_the_variance_one_for_a_centered_teacher():
+    T = popdyn.Teacher.additive("sin", np.eye(3)[:2])
+    np.testing.assert_allclose(T.normalized("second_moment").weights, T.normalized().weights,
+                               rtol=1e-14)
+
+
+def test_normalize_values_validated():
+    base = '[teacher]\nlink = "silu"\nrank = 2\n'
+    with pytest.raises(C.ConfigError, match="normalize must be true, false or 'second_moment'"):
+        C.teacher_from_table(tomllib.loads(base + 'normalize = "l2"\n')["teacher"], 3)
+    with pytest.raises(ValueError, match="`moment` must be 'variance' or 'second_moment'"):
+        popdyn.Teacher.additive("silu", np.eye(3)[:2]).normalized("l2")
+
+
+@pytest.mark.parametrize("norm", ["second_moment", True])
+def test_figure1_loss_unit_follows_the_normalization(tmp_path, monkeypatch, norm):
+    """The reported loss at initialization (s = 1e-4, so f ≈ 0 and MSE ≈ E[y²]) is one in units
+    of E[y²] under normalize = "second_moment" and E[y²]/V_Y = 1 + 2E[g]²/Var g (y = g(z₁) +
+    g(z₂) up to scale) under unit variance, the moments of the SiLU link from 30-digit quadrature (rank two, independent)."""
+    real = R._configs
+
+    def tiny(name, seeds):
+        cfgs = real(name, seeds)
+        for cfg in cfgs:
+            cfg["student"].update(d=6, m=4)
+            cfg["teacher"]["normalize"] = norm
+            cfg["train"]["max_updates"] = 3
+            cfg["schedule"] = {"every": 3, "early": [1, 2]}
+        return cfgs
+
+    monkeypatch.setattr(R, "_configs", tiny)
+    out = R.reproduce("figure1", seeds=1, store=tmp_path / "st", workers=1)
+    (row,) = out["rows"]["raw SiLU"]
+    m1, m2 = _gauss_moments_mp(lambda z: z / (1 + __import__("mpmath").exp(-z)))
+    want = 1.0 if norm == "second_moment" else float(1 + 2 * m1 ** 2 / (m2 - m1 ** 2))
+    assert row["loss_0"] == pytest.approx(want, abs=1e-6)
