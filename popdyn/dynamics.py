@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._moments import _link_coeffs, _link_order, _link_target
+from ._moments import teacher_tables
 from ._notice import compile_notice
 from . import _validate as V
 from .family import family_of
@@ -318,8 +318,9 @@ _FUSED = True
 class _Fused:
     """Loss and gradient of a PL student (relu, leaky relu) against an additive-link or PL-network
     teacher in one compiled call (:func:`popdyn._kernels.fused.pl_loss_grad`), and the tables of
-    :class:`FusedGD` (fixed-step GD between snapshots inside numba, :func:`~popdyn._kernels.fused.pl_gd`).  Same kernels, orders
-    and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
+    :class:`FusedGD` (fixed-step GD between snapshots inside numba, :func:`~popdyn._kernels.fused.pl_gd`).  The tables are
+    the engine's (:func:`popdyn._moments.teacher_tables`) and the kernel's moments and assembly
+    are those of :func:`popdyn.objective.loss_and_grad`: the results agree bit for bit."""
 
     def __init__(self, student, teacher, tables):
         # the fused kernels load on first use (CLI start-up), and pl_gd is looked up at each
@@ -338,37 +339,9 @@ class _Fused:
         if not (student.family.fused and student.act.kind == "pl"
                 and isinstance(teacher, Teacher)):
             return None
-        k, tu = teacher.k, teacher.units()
-        if tu is None:
+        tables = teacher_tables(teacher)
+        if tables is None:
             return None
-        if tu.kind == "link":
-            g = tu.link
-            tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
-            tal, tbe = np.ones(k), np.zeros(k)
-            tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
-            tpl = g.p != 0.0 or g.q != 0.0
-            if np.any(g.coeffs != 0.0):
-                H, dH, _, _ = _link_coeffs(g, _link_order(g))
-            else:
-                H = dH = np.zeros(0)
-            UT = tth
-            big = np.maximum(np.abs(H), np.abs(dH))
-            L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
-            ttol = _link_target(g)
-        elif tu.kind == "pl":
-            tth = np.ascontiguousarray(tu.theta, dtype=np.float64)
-            tal = np.ascontiguousarray(tu.al, dtype=np.float64)
-            tbe = np.ascontiguousarray(tu.be, dtype=np.float64)
-            tp, tq = tu.p.astype(np.float64), tu.q.astype(np.float64)
-            tpl = True
-            H = dH = L1 = np.zeros(0)
-            ttol = 0.0
-            UT = np.ascontiguousarray(teacher.theta * teacher.alpha[:, None])
-        else:
-            return None
-        v = np.ascontiguousarray(teacher.weights, dtype=np.float64)
-        tables = (tth, tal > 0, tal, tbe, tp, tq, bool(tpl), H, dH, L1, ttol, v, UT,
-                  float(teacher.mean), float(teacher.second_moment))
         return cls(student, teacher, tables)
 
     def evaluate(self, q: Params):

@@ -18,11 +18,12 @@ unit f(u_k·x) with α* = 1, β* = 0, split into its PL part p relu + q id and i
 
 Student–student moments: :func:`popdyn._kernels.plmoments.pl_self_moments`; PL cross moments:
 :func:`~popdyn._kernels.plmoments.pl_pair_moments` (both, and the first moments, from the
-student units' canonical forms computed once per step); Hermite cross moments: the closed-form unit
-coefficients :func:`popdyn._kernels.hermite.pl_coeffs` to the link's order N and the Mehler
-sums :func:`popdyn._kernels.mehler.mehler` — exactly the kernels, orders and tolerances of the
-general path (:mod:`popdyn._moments`), so the two agree to
-rounding (tests/popdyn/test_fused.py compares them, and the integrators' trajectories).
+student units' canonical forms computed once per step); Hermite cross moments:
+:func:`popdyn._kernels.mehler.pl_link_sums` on the link tables of
+:func:`popdyn._moments.link_tables`.  :func:`pl_moments` is also what the engine
+(:func:`popdyn._moments.moments`) evaluates for these pairs, and :func:`ridge_loss` /
+:func:`ridge_grad` are what the ridge family assembles L and ∇L with, so the fused and the
+general paths agree bit for bit (tests/popdyn/test_fused.py).
 
 References
 ----------
@@ -34,12 +35,11 @@ import numpy as np
 
 from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
-from .bvn import norm_pdf
-from .hermite import pl_coeffs, relu_moments01
+from .mehler import pl_link_sums
 from .plmoments import (ATOL, MAXINT, QTOL, RTOL, pl_first_moments_units,
                         pl_pair_moments_units, pl_self_moments_units, pl_units)
 
-__all__ = ["pl_loss_grad", "pl_gd"]
+__all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad", "pl_loss_grad", "pl_gd"]
 
 # status codes of pl_gd
 # (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
@@ -60,230 +60,26 @@ def _directions(W, al, th, ok):
             th[i, k] = W[i, k] / a if a > 0.0 else 0.0
 
 
-@jit(error_model="numpy")
-def _hermite_cross(p, q, al, be, Rt, H, dH, L1, ttol, Ct, Bt, At, Dt):
-    """Add the Mehler sums of PL student units against the Hermite part (H, dH) of a link.
-
-    Ct += Σ_n S_i[n] H[n] ρ^n, Dt += Σ Dd_i H ρ^n, At += Σ Dd2_i H ρ^n, Bt += Σ Dd_i dH ρ^n
-    (closed-form unit coefficients :func:`popdyn._kernels.hermite.pl_coeffs`), each unit's sums
-    truncated at its own order N_i ≤ N: the smallest n with r^{n+1}·L1[n] ≤ ``ttol``, r the
-    unit's largest |ρ| against the teacher units.  Every coefficient of a unit is bounded by
-    E_i = max(α_i, 1)·|p|·K·φ(0)·e^{−h_i²/4} (Cramér, K = 1.086435; n ≥ 2), so the terms dropped
-    are at most E_i·ttol — with ``ttol`` = 1e−17·max(1, RMS of the Hermite part and of its
-    derivative), the level at which the general path truncates the link table itself (at r = 1,
-    N_i = N).  Weakly correlated units (r ≈ 0.1 at small initialization) need N_i ≈ 17 instead
-    of N ≈ 217 (SiLU).  Orders below 2 are never cut (the n ≤ 1 terms carry the linear part).
-
-    Units with α > 0 and |β/α| ≤ 37 (no rescaling in :func:`popdyn._kernels.hermite.phi_hermite`)
-    are processed together, sorted by N_i, with the loops over the units innermost: the Hermite
-    recurrence, the coefficients and the Horner sums run vectorized across units (the
-    recurrence's divisions and square roots are otherwise a long latency chain per unit).  The
-    operations per unit are those of ``phi_hermite`` / ``pl_coeffs`` / the scalar Horner loop,
-    so the results are bit-identical to them; other units take the scalar path.
-    """
-    m = al.shape[0]
-    k = Rt.shape[1]
-    N = H.shape[0] - 1
-    NI = np.empty(m, np.int64)
-    for i in range(m):
-        r = 0.0
-        for j in range(k):
-            x = abs(Rt[i, j])
-            if x > r:
-                r = min(x, 1.0)
-        Ni = N
-        pw = r * r * r
-        for n in range(2, N):
-            if pw * L1[n] <= ttol:
-                Ni = n
-                break
-            pw *= r
-        NI[i] = Ni
-    # batched units, by decreasing order N_i (each loop over units runs over a prefix)
-    vec = np.zeros(m, np.bool_)
-    for i in range(m):
-        if al[i] > 0.0:
-            b = be[i] / al[i]
-            vec[i] = abs(b) <= 37.0
-    order = np.argsort(-NI, kind="mergesort")
-    V = np.empty(m, np.int64)
-    nb = 0
-    for t in range(m):
-        if vec[order[t]]:
-            V[nb] = order[t]
-            nb += 1
-    for i in range(m):
-        if not vec[i]:
-            _hermite_cross_unit(p, q, al, be, Rt, H, dH, NI[i], i, Ct, Bt, At, Dt)
-    if nb == 0:
-        return
-    V = V[:nb]
-    NV = np.empty(nb, np.int64)
-    xb = np.empty(nb)
-    for u in range(nb):
-        NV[u] = NI[V[u]]
-        xb[u] = -(be[V[u]] / al[V[u]])
-    Nmax = NV[0]
-    # cnt[n]: number of units (a prefix) that need index n, i.e. n ≤ N_u + 1
-    cnt = np.zeros(Nmax + 2, np.int64)
-    for u in range(nb):
-        for n in range(NV[u] + 2):
-            cnt[n] += 1
-    # phi_hermite: Y[n, u] = φ(b) h_n(−b)
-    Y = np.zeros((Nmax + 2, nb))
-    for u in range(nb):
-        Y[0, u] = norm_pdf(-xb[u])
-    Yp = Y[0]
-    Yc = Y[1]
-    for u in range(cnt[1]):
-        Yc[u] = (xb[u] * Yp[u] - 0.0 * 0.0) / 1.0
-    for n in range(2, Nmax + 2):
-        c1 = math.sqrt(n - 1.0)
-        c2 = math.sqrt(1.0 * n)
-        Ym = Y[n - 2]
-        Yp = Y[n - 1]
-        Yc = Y[n]
-        for u in range(cnt[n]):
-            Yc[u] = (xb[u] * Yp[u] - c1 * Ym[u]) / c2
-    # pl_coeffs: S[n, u], Sd[n, u], Sd2[n, u] (n ≤ N_u)
-    S = np.zeros((Nmax + 1, nb))
-    Sd = np.zeros((Nmax + 1, nb))
-    Sd2 = np.zeros((Nmax + 1, nb))
-    pa = np.empty(nb)
-    for u in range(nb):
-        i = V[u]
-        a = al[i]
-        bb = be[i]
-        cdf, m1, _ = relu_moments01(bb / a)
-        S[0, u] = p * a * m1 + q * bb
-        if NV[u] >= 1:
-            S[1, u] = p * a * cdf + q * a
-        Sd[0, u] = p * cdf + q
-        pa[u] = p * a
-    for n in range(2, Nmax + 1):
-        c = math.sqrt(n * (n - 1.0))
-        Sn = S[n]
-        Yn = Y[n - 2]
-        for u in range(cnt[n + 1]):
-            Sn[u] = pa[u] * Yn[u] / c
-    for n in range(1, Nmax + 1):
-        c = math.sqrt(1.0 * n)
-        Sn = Sd[n]
-        Yn = Y[n - 1]
-        for u in range(cnt[n + 1]):
-            Sn[u] = p * Yn[u] / c
-    for n in range(Nmax + 1):
-        Sn = Sd2[n]
-        Yn = Y[n]
-        for u in range(cnt[n + 1]):
-            Sn[u] = p * Yn[u]
-    # Horner sums Σ_{n ≤ N_u} (·)[n] H[n] ρ^n per teacher unit, c = 0 before each unit's top term
-    rho = np.empty(nb)
-    c0 = np.empty(nb)
-    c1a = np.empty(nb)
-    c2a = np.empty(nb)
-    c3a = np.empty(nb)
-    for j in range(k):
-        for u in range(nb):
-            rho[u] = min(max(Rt[V[u], j], -1.0), 1.0)
-            c0[u] = 0.0
-            c1a[u] = 0.0
-            c2a[u] = 0.0
-            c3a[u] = 0.0
-        for n in range(Nmax, -1, -1):
-            hn = H[n]
-            dhn = dH[n]
-            cn = cnt[n + 1]
-            Sn = S[n]
-            for u in range(cn):
-                c0[u] = c0[u] * rho[u] + Sn[u] * hn
-            Sn = Sd[n]
-            for u in range(cn):
-                c1a[u] = c1a[u] * rho[u] + Sn[u] * hn
-            for u in range(cn):
-                c3a[u] = c3a[u] * rho[u] + Sn[u] * dhn
-            Sn = Sd2[n]
-            for u in range(cn):
-                c2a[u] = c2a[u] * rho[u] + Sn[u] * hn
-        for u in range(nb):
-            i = V[u]
-            Ct[i, j] += c0[u]
-            Dt[i, j] += c1a[u]
-            At[i, j] += c2a[u]
-            Bt[i, j] += c3a[u]
-
-
 @jit
-def _hermite_cross_unit(p, q, al, be, Rt, H, dH, Ni, i, Ct, Bt, At, Dt):
-    """:func:`_hermite_cross` for unit i alone (scalar path: degenerate or far-tail units)."""
-    k = Rt.shape[1]
-    S = np.empty((1, Ni + 1))
-    Sd = np.empty((1, Ni + 1))
-    Sd2 = np.empty((1, Ni + 1))
-    pl_coeffs(p, q, al[i:i + 1], be[i:i + 1], S, Sd, Sd2)
-    for j in range(k):
-        rho = min(max(Rt[i, j], -1.0), 1.0)
-        c = S[0, Ni] * H[Ni]
-        dd = Sd[0, Ni] * H[Ni]
-        aa = Sd2[0, Ni] * H[Ni]
-        bb = Sd[0, Ni] * dH[Ni]
-        for n in range(Ni - 1, -1, -1):
-            c = c * rho + S[0, n] * H[n]
-            dd = dd * rho + Sd[0, n] * H[n]
-            aa = aa * rho + Sd2[0, n] * H[n]
-            bb = bb * rho + Sd[0, n] * dH[n]
-        Ct[i, j] += c
-        Dt[i, j] += dd
-        At[i, j] += aa
-        Bt[i, j] += bb
-
-
-@jit
-def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
-                 tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-                 ga, gW, gb):
-    """L and its gradient for a PL student (σ = p relu + q id) against PL / additive teacher units.
-
-    Parameters
-    ----------
-    p, q, s : float
-        Student activation shape and output scale.
-    a, W, b, c : (m,), (m, d), (m,), float
-        Student parameters (b is read only when ``bias``).
-    bias, intercept : bool
-        Whether b and c are trainable (otherwise their gradient is 0).
-    tth, tok, tal, tbe : (k, d), (k,) bool, (k,), (k,)
-        Teacher unit directions, non-degeneracy flags, scales α* and offsets β*.
-    tp, tq : (k,)
-        PL shape of the teacher units (the link's PL part for an additive teacher).
-    tpl : bool
-        Whether the teacher units have a PL part at all.
-    H, dH : (N+1,)
-        Hermite part of an additive link and of its derivative (normalized coefficients;
-        N + 1 = 0 for none), already truncated at the general path's order.
-    L1, ttol : (N+1,), float
-        L1[n] = Σ_{n < n' ≤ N} max(|H[n']|, |dH[n']|) and the per-pair truncation target
-        (see :func:`_hermite_cross`).
-    v, UT : (k,), (k, d)
-        Teacher weights and α*θ* (rows).
-    ey, ey2 : float
-        E[y] and E[y²].
-    ga, gW, gb : outputs, overwritten.
-
-    Returns
-    -------
-    (L, ∂L/∂c)
-    """
+def directions(W):
+    """(α, θ, ok): the norms α_i = |w_i|, directions θ_i = w_i/α_i (0 where α_i = 0) and
+    α_i > 0 of the rows of W: the one evaluation of every ridge student's unit geometry
+    (:func:`popdyn._moments.student_units` calls it too)."""
     m, d = W.shape
-    k = tth.shape[0]
     al = np.empty(m)
     th = np.empty((m, d))
     ok = np.empty(m, dtype=np.bool_)
     _directions(W, al, th, ok)
+    return al, th, ok
+
+
+@jit
+def _student(p, q, W, b, bias):
+    m = W.shape[0]
+    al, th, ok = directions(W)
     be = b.copy() if bias else np.zeros(m)
     pv = np.full(m, p)
     qv = np.full(m, q)
-    # student–student
     R = th @ th.T
     OMR = np.empty((m, m))
     OPR = np.empty((m, m))
@@ -298,6 +94,31 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     mu1 = np.empty(m)
     mu2 = np.empty(m)
     pl_first_moments_units(U, mu0, mu1, mu2)
+    return al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2
+
+
+@jit
+def pl_student_moments(p, q, W, b, bias):
+    """(α, θ, C, B, A, D, μ0, μ1, μ2): the student–student and first moments of a PL student
+    (σ = p relu + q id; b read only when ``bias``), those of :func:`pl_moments`."""
+    al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2 = _student(p, q, W, b, bias)
+    return al, th, C, B, A, D, mu0, mu1, mu2
+
+
+@jit
+def pl_moments(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, grad):
+    """Every moment of L and ∇L for a PL student (σ = p relu + q id) against PL / additive
+    teacher units: the engine's moments of these pairs (:func:`popdyn._moments.moments` calls
+    this kernel too, so the general and the fused paths agree bit for bit).
+
+    Parameters are those of :func:`pl_loss_grad`; ``grad`` False skips the cross sums Bt, At,
+    Dt of the Hermite part (left 0).  Returns (α, θ, C, B, A, D, μ0, μ1, μ2, Ct, Bt, At, Dt,
+    trunc): ``trunc`` (m,) bounds the per-unit truncation of the Hermite cross sums
+    (:func:`popdyn._kernels.mehler.pl_link_sums`).
+    """
+    k = tth.shape[0]
+    m = W.shape[0]
+    al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2 = _student(p, q, W, b, bias)
     # student–teacher
     Rt = th @ tth.T
     OMRt = np.empty((m, k))
@@ -310,15 +131,31 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     if tpl:
         pl_pair_moments_units(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
                               Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT)
+    trunc = np.zeros(m)
     if H.shape[0] > 0:
-        _hermite_cross(p, q, al, be, Rt, H, dH, L1, ttol, Ct, Bt, At, Dt)
-    # loss (terms grouped as in popdyn.objective._loss_from)
+        pl_link_sums(p, q, al, be, Rt, H, dH, L1, ttol, grad, Ct, Bt, At, Dt, trunc)
+    return al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, trunc
+
+
+@jit
+def ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2):
+    """L = ½(s² aᵀCa + 2sc aᵀμ0 + c² − 2(s aᵀCᵀv + c E[y]) + E[y²]) from the moments (the
+    terms grouped as E[f²] − 2E[fy] + E[y²] to limit cancellation): the one evaluation of the
+    ridge family's loss (:class:`popdyn.models.RidgeFamily` and :func:`pl_loss_grad`)."""
+    ff = s * s * (a @ (C @ a)) + 2.0 * s * c * (a @ mu0) + c * c
+    fy = s * (a @ (Ct @ v)) + c * ey
+    return 0.5 * (ff - 2.0 * fy + ey2)
+
+
+@jit
+def ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
+               v, UT, ey, ga, gW, gb):
+    """∇L of the ridge family from the moments (formulas of :mod:`popdyn.objective`): fills
+    ga, gW, gb and returns ∂L/∂c (0 when the intercept is fixed; gb = 0 without biases)."""
+    m, d = W.shape
+    k = v.shape[0]
     Ca = C @ a
-    ff = s * s * (a @ Ca) + 2.0 * s * c * (a @ mu0) + c * c
     Ctv = Ct @ v
-    fy = s * (a @ Ctv) + c * ey
-    L = 0.5 * (ff - 2.0 * fy + ey2)
-    # gradient
     for i in range(m):
         ga[i] = s * (s * Ca[i] + c * mu0[i] - Ctv[i])
     gc = s * (a @ mu0) + c - ey if intercept else 0.0
@@ -344,6 +181,50 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
         f = s * a[i]
         for j in range(d):
             gW[i, j] = f * (th[i, j] * scal[i] + inner[i, j])
+    return gc
+
+
+@jit
+def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
+                 tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                 ga, gW, gb):
+    """L and its gradient for a PL student (σ = p relu + q id) against PL / additive teacher units.
+
+    Parameters
+    ----------
+    p, q, s : float
+        Student activation shape and output scale.
+    a, W, b, c : (m,), (m, d), (m,), float
+        Student parameters (b is read only when ``bias``).
+    bias, intercept : bool
+        Whether b and c are trainable (otherwise their gradient is 0).
+    tth, tok, tal, tbe : (k, d), (k,) bool, (k,), (k,)
+        Teacher unit directions, non-degeneracy flags, scales α* and offsets β*.
+    tp, tq : (k,)
+        PL shape of the teacher units (the link's PL part for an additive teacher).
+    tpl : bool
+        Whether the teacher units have a PL part at all.
+    H, dH : (N+1,)
+        Hermite part of an additive link and of its derivative (normalized coefficients;
+        N + 1 = 0 for none), truncated at the link's order (:func:`popdyn._moments.link_tables`).
+    L1, ttol : (N+1,), float
+        L1[n] = Σ_{n < n' ≤ N} max(|H[n']|, |dH[n']|) and the per-pair truncation target
+        (see :func:`popdyn._kernels.mehler.pl_link_sums`).
+    v, UT : (k,), (k, d)
+        Teacher weights and α*θ* (rows).
+    ey, ey2 : float
+        E[y] and E[y²].
+    ga, gW, gb : outputs, overwritten.
+
+    Returns
+    -------
+    (L, ∂L/∂c): :func:`ridge_loss` and :func:`ridge_grad` of the moments of :func:`pl_moments`.
+    """
+    (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, _) = pl_moments(
+        p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, True)
+    L = ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2)
+    gc = ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
+                    v, UT, ey, ga, gW, gb)
     return L, gc
 
 
