@@ -78,11 +78,15 @@ def compare(old, new):
               for x, y, f in zip(a[gkey], b[gkey], ok) if f]
         print(f"  {what:13s} ({int(ok.sum())} states): max |dL|/|L| = {rl.max():.3e}, "
               f"max max|dg|/max|g| = {max(rg):.3e}, bit-identical L: {int(np.sum(rl == 0))}")
-    ok = np.asarray(b["fused"], dtype=bool)
-    dl = np.abs(b["Lf"][ok] - b["L"][ok])
-    dg = [np.max(np.abs(x - y)) for x, y, f in zip(b["g"], b["gf"], ok) if f]
-    print(f"  fused vs general in {b['version']}: max |dL| = {dl.max():.3e}, "
-          f"max |dg| = {max(dg):.3e}")
+    for z in (a, b):
+        ok = np.asarray(z["fused"], dtype=bool)
+        dl = np.abs(z["Lf"][ok] - z["L"][ok]) / np.abs(z["L"][ok])
+        dg = [np.max(np.abs(x - y)) / np.max(np.abs(x))
+              for x, y, f in zip(z["g"], z["gf"], ok) if f]
+        same = sum(int(z["Lf"][i] == z["L"][i] and np.array_equal(z["g"][i], z["gf"][i]))
+                   for i in np.flatnonzero(ok))
+        print(f"  fused vs general in {z['version']}: max |dL|/|L| = {dl.max():.3e}, "
+              f"max max|dg|/max|g| = {max(dg):.3e}, bit-identical L and g: {same}/{int(ok.sum())}")
 
 
 if __name__ == "__main__":

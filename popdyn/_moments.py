@@ -349,10 +349,6 @@ def _pl_pair(u1: UnitSet, u2: UnitSet, p2=None, q2=None):
     return C, B, A, D
 
 
-def _first_moments_from_coeffs(cs):
-    return cs.S[:, 0].copy(), cs.Dd[:, 0].copy(), cs.Dd2[:, 0].copy()
-
-
 #: what :func:`moments` can be asked for: values and derivative moments of the gradient with
 #: no error estimates ("grad"), the values of the loss with its error estimates ("loss"), the
 #: values of the diagnostics (C, B, μ0, Ct: AGOP and refit; no errors, no derivative cross

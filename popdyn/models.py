@@ -332,12 +332,13 @@ class RidgeFamily:
         st = self.student
         m, d = params.W.shape
         ga, gW, gb = np.empty(m), np.empty((m, d)), np.empty(m)
-        UT = teacher.theta * teacher.alpha[:, None]
+        v = _f64(teacher.weights)
+        vU = v[:, None] * (teacher.theta * teacher.alpha[:, None])    # as the fused kernel's
         gc = _fk.ridge_grad(float(st.s), _f64(params.a), _f64(params.W), float(params.c),
                             bool(st.bias), bool(st.intercept), _f64(M.theta), _f64(M.C),
                             _f64(M.B), _f64(M.A), _f64(M.D), _f64(M.mu0), _f64(M.mu1),
                             _f64(M.mu2), _f64(M.Ct), _f64(M.Bt), _f64(M.At), _f64(M.Dt),
-                            _f64(teacher.weights), _f64(UT), float(teacher.mean), ga, gW, gb)
+                            v, _f64(vU), float(teacher.mean), ga, gW, gb)
         return Params(ga, gW, gb, float(gc))
 
     def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):

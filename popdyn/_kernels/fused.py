@@ -149,11 +149,12 @@ def ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2):
 
 @jit
 def ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
-               v, UT, ey, ga, gW, gb):
+               v, vU, ey, ga, gW, gb):
     """∇L of the ridge family from the moments (formulas of :mod:`popdyn.objective`): fills
-    ga, gW, gb and returns ∂L/∂c (0 when the intercept is fixed; gb = 0 without biases)."""
+    ga, gW, gb and returns ∂L/∂c (0 when the intercept is fixed; gb = 0 without biases).
+    ``vU`` = v ∘ α*θ* (rows), the teacher term of ∂L/∂W (a multi-index teacher's Bt has one
+    column per index direction, so the caller forms it)."""
     m, d = W.shape
-    k = v.shape[0]
     Ca = C @ a
     Ctv = Ct @ v
     for i in range(m):
@@ -172,10 +173,6 @@ def ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, B
     for i in range(m):
         for j in range(d):
             aW[i, j] = a[i] * W[i, j]
-    vU = np.empty((k, d))
-    for i in range(k):
-        for j in range(d):
-            vU[i, j] = v[i] * UT[i, j]
     inner = s * (B @ aW) - Bt @ vU
     for i in range(m):
         f = s * a[i]
@@ -223,8 +220,13 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, _) = pl_moments(
         p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, True)
     L = ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2)
+    k, d = UT.shape
+    vU = np.empty((k, d))
+    for i in range(k):
+        for j in range(d):
+            vU[i, j] = v[i] * UT[i, j]
     gc = ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
-                    v, UT, ey, ga, gW, gb)
+                    v, vU, ey, ga, gW, gb)
     return L, gc
 
 

@@ -144,8 +144,8 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     SwiGLU the kind ``projected`` raises ``ValueError``.
 
     Only the moments the diagnostics use are evaluated (C, B, μ0 and the cross values Ct:
-    :func:`popdyn._moments.value_moments`, bit-identical to the same entries of the full
-    evaluation).  ``_frame`` (private) is the checked ``teacher_frame(U or teacher, d)``, passed
+    ``need="values"`` of :func:`popdyn._moments.moments`, bit-identical to the same entries of
+    the full evaluation).  ``_frame`` (private) is the checked ``teacher_frame(U or teacher, d)``, passed
     by :func:`recorder`, which computes it once.
 
     References
