@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._moments import teacher_tables
+from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
 from . import _validate as V
 from .family import family_of
@@ -123,6 +123,9 @@ class _Recorder:
         self.fields = fields
         self.n, self.t, self.records = [], [], []
         self.snaps = {f: [] for f in fields}
+        #: set by a stepper that holds the moments of its current state (FusedGD): a callable
+        #: returning them, passed on to a recorder that takes them (``takes_moments``)
+        self.moments = None
 
     def add(self, n, t, p, L):
         if self.n and self.n[-1] == n:
@@ -132,7 +135,11 @@ class _Recorder:
             v = getattr(p, f)
             self.snaps[f].append(v.copy() if isinstance(v, np.ndarray) else v)
         if self.recorder is not None:
-            self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L))
+            kw = {}
+            if self.moments is not None and getattr(self.recorder, "takes_moments", False):
+                kw["moments"] = self.moments()
+            self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L,
+                                              **kw))
 
     def arrays(self):
         return (np.array(self.n, dtype=np.int64), np.array(self.t),
@@ -329,7 +336,8 @@ class _Fused:
 
         self._fk = _fk
         self.student, self.teacher, self.tables = student, teacher, tables
-        self._kernel = _fk.pl_loss_grad
+        self._kernel = _fk.pl_loss_grad_values
+        self.values = None       # (C, B, μ0, Ct) of the state last evaluated
         self.p, self.q = float(student.act.p), float(student.act.q)
         self.s = float(student.s)
 
@@ -344,11 +352,18 @@ class _Fused:
             return None
         return cls(student, teacher, tables)
 
+    def moments(self) -> Moments:
+        """The value moments (C, B, μ0, Ct) of the state last evaluated or accepted, as the step
+        computed them: the same bits as ``moments(..., need="values")`` (issue 18), which the
+        diagnostics at a snapshot reuse instead of recomputing."""
+        C, B, mu0, Ct = self.values
+        return Moments(C=C, mu0=mu0, Ct=Ct, B=B, need="values")
+
     def evaluate(self, q: Params):
         st = self.student
         ga, gW, gb = np.empty(st.m), np.empty((st.m, st.d)), np.empty(st.m)
-        L, gc = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c), st.bias,
-                             st.intercept, *self.tables, ga, gW, gb)
+        L, gc, *self.values = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c),
+                                           st.bias, st.intercept, *self.tables, ga, gW, gb)
         return float(L), Params(ga, gW, gb, float(gc)), q
 
 
@@ -357,6 +372,7 @@ class FusedGD(Stepper):
     fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`)."""
 
     def __init__(self, problem, recorder, fused: _Fused, rates: dict, kappa: float):
+        recorder.moments = fused.moments    # the diagnostics at a snapshot reuse the step's
         super().__init__(problem, recorder)
         self.fz, h = fused, problem.lr * kappa
         self.h = (h, h * rates["a"], h * rates["b"], h * rates["c"])
@@ -369,10 +385,10 @@ class FusedGD(Stepper):
         _fk = fz._fk
         p, g = self.p, self.g
         buf_l, buf_t = np.empty(nmax), np.empty(nmax)
-        done, code, c, L, gc, t = _fk.pl_gd(
+        done, code, c, L, gc, t, *fz.values = _fk.pl_gd(
             nmax, self.t, pr.lr, *self.h, pr.max_time, self.bound, pr.VY, pr.loss_target,
             fz.p, fz.q, fz.s, p.a, p.W, p.b, float(p.c), self.L, st.bias, st.intercept,
-            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t)
+            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t, *fz.values)
         self.grad_evals += done + (1 if code == _fk.DIVERGED else 0)
         self.losses.extend(buf_l[:done].tolist())
         self.ts.extend(buf_t[:done].tolist())
@@ -411,7 +427,10 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     schedule : Schedule
         Snapshot schedule (default: every 100 updates, denser early).
     recorder : callable, optional
-        ``recorder(student, params, teacher, n=, t=, loss=) -> dict`` called at each snapshot.
+        ``recorder(student, params, teacher, n=, t=, loss=) -> dict`` called at each snapshot;
+        a recorder with ``takes_moments = True`` (:func:`popdyn.diagnostics.recorder`) also gets
+        ``moments=``, the value moments (C, B, μ0, Ct) the fused GD step computed at that state
+        (the same bits as recomputing them), when the run has them.
     rtol : float
         Series tolerance for smooth activations.
 

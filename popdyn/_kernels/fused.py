@@ -39,7 +39,7 @@ from .mehler import pl_link_sums
 from .plmoments import (ATOL, MAXINT, QTOL, RTOL, pl_first_moments_units,
                         pl_pair_moments_units, pl_self_moments_units, pl_units)
 
-__all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad", "pl_loss_grad", "pl_gd"]
+__all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad", "pl_loss_grad", "pl_loss_grad_values", "pl_gd"]
 
 # status codes of pl_gd
 # (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
@@ -217,6 +217,19 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     -------
     (L, ∂L/∂c): :func:`ridge_loss` and :func:`ridge_grad` of the moments of :func:`pl_moments`.
     """
+    L, gc, _, _, _, _ = pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal,
+                                            tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                                            ga, gW, gb)
+    return L, gc
+
+
+@jit
+def pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
+                        tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                        ga, gW, gb):
+    """:func:`pl_loss_grad`, returning also the moments the diagnostics read at this state:
+    (L, ∂L/∂c, C, B, μ0, Ct), the same bits as ``popdyn._moments.moments(..., need="values")``
+    (issue 18: the diagnostics at a checkpoint reuse the moments of the step that produced it)."""
     (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, _) = pl_moments(
         p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, True)
     L = ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2)
@@ -227,7 +240,7 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
             vU[i, j] = v[i] * UT[i, j]
     gc = ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
                     v, vU, ey, ga, gW, gb)
-    return L, gc
+    return L, gc, C, B, mu0, Ct
 
 
 @jit
@@ -250,7 +263,7 @@ def _finite(a, W, b, c):
 def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
           p, q, s, a, W, b, c, L, bias, intercept,
           tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-          ga, gW, gb, gc, losses, times):
+          ga, gW, gb, gc, losses, times, C, B, mu0, Ct):
     """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
 
     The ``_step_impl`` of :class:`popdyn.dynamics.FusedGD`, with the rules of
@@ -259,8 +272,10 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
     the loop with DIVERGED (DIVERGED_STEP when the proposal was not evaluated) and leaves the last
     accepted state in place; 2L/V_Y ≤ ``loss_target`` (0 disables) ends it with CONVERGED.  The
     state (a, W, b) and gradient (ga, gW, gb) are updated in place; ``losses[i]``, ``times[i]`` receive L and t after the i-th update.
+    (C, B, μ0, Ct) are the value moments of the entry state (:func:`pl_loss_grad_values`); those
+    of the last accepted state are returned (the diagnostics at a snapshot reuse them).
 
-    Returns (n_done, status, c, L, gc, t).
+    Returns (n_done, status, c, L, gc, t, C, B, μ0, Ct).
     """
     m, d = W.shape
     qa = np.empty(m)
@@ -282,8 +297,9 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         if not _finite(qa, qW, qb, qc):
             status = DIVERGED_STEP
             break
-        Lq, gcq = pl_loss_grad(p, q, s, qa, qW, qb, qc, bias, intercept,
-                               tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb)
+        Lq, gcq, Cq, Bq, mu0q, Ctq = pl_loss_grad_values(
+            p, q, s, qa, qW, qb, qc, bias, intercept,
+            tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb)
         if not (math.isfinite(Lq) and Lq <= bound and _finite(fa, fW, fb, gcq)):
             status = DIVERGED
             break
@@ -296,6 +312,7 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         gW[:, :] = fW
         gc = gcq
         L = Lq
+        C, B, mu0, Ct = Cq, Bq, mu0q, Ctq
         t += lr
         losses[n] = L
         times[n] = t
@@ -303,4 +320,4 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         if loss_target > 0.0 and 2.0 * L / VY <= loss_target:
             status = CONVERGED
             break
-    return n, status, c, L, gc, t
+    return n, status, c, L, gc, t, C, B, mu0, Ct

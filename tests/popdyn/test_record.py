@@ -229,3 +229,34 @@ def test_recorder_equals_diagnose_bitwise(teacher):
             got = {k: v for k, v in tr.records[i].items()
                    if k not in ("n", "t", "loss", "normalized_loss")}
             assert repr(got) == repr(want)
+
+
+def test_fused_steps_hand_their_moments_to_the_recorder():
+    """Issue 18: at every snapshot of a fused GD run the recorder receives the value moments the
+    step computed at that state -- the same bits as evaluating them afresh -- and a recorder
+    that does not declare ``takes_moments`` is called as before."""
+    from popdyn._moments import moments
+
+    d = 5
+    T = popdyn.Teacher.additive("h3+0.3h2", np.eye(d)[:2])
+    S = popdyn.Student(d, 6, bias=True)
+    seen, plain = [], []
+
+    def spy(student, params, teacher, *, n, t, loss, moments=None):
+        seen.append((n, moments, params.replace(a=params.a.copy(), W=params.W.copy(),
+                                                b=params.b.copy())))
+        return {}
+    spy.takes_moments = True
+
+    def old_style(student, params, teacher, *, n, t, loss):
+        plain.append(n)
+        return {}
+
+    for r in (spy, old_style):
+        popdyn.train(S, S.init(2, 0.5, T), T, method="gd", lr=0.1, max_updates=9,
+                     schedule=popdyn.Schedule(every=4, early=(1,)), recorder=r)
+    assert [n for n, _, _ in seen] == plain == [0, 1, 4, 8, 9]
+    for n, M, p in seen:
+        F = moments(S, p, T, need="values")
+        for f in ("C", "B", "mu0", "Ct"):
+            assert getattr(M, f).tobytes() == getattr(F, f).tobytes(), (n, f)
