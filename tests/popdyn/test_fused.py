@@ -176,3 +176,41 @@ def test_gd_divergence_keeps_last_finite_state(problem, monkeypatch):
     assert L == pytest.approx(f.loss[-1], rel=1e-13)
     # the accepted states obey the divergence bound explode·max(L0, V_Y)
     assert f.loss.max() <= 1e6 * max(f.loss[0], t.variance)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["silu", "tanh", "sin", "gaussian_bump", "h3+0.3h2"]),
+       st.integers(0, 2 ** 16), st.sampled_from([1e-3, 0.05, 0.5, 3.0]),
+       st.sampled_from([(1.0, 0.0), (0.9, 0.1)]))
+def test_per_unit_truncation_within_its_bound(link, seed, scale, pq):
+    """pl_link_sums cuts each unit's Mehler sums at its own order N_i ≤ N; the dropped terms
+    (against the full sums to the link's order N, evaluated by the plain Mehler kernel) stay
+    within the bound ``trunc`` that the engine adds to errCt."""
+    from popdyn._kernels import mehler as km
+    from popdyn._moments import UnitSet, _geometry, link_tables
+
+    rng = np.random.default_rng(seed)
+    d, m, k = 6, 9, 2
+    W = rng.standard_normal((m, d)) * scale
+    W[0] = 0.0
+    al = np.linalg.norm(W, axis=1)
+    th = np.where(al[:, None] > 0, W / np.where(al > 0, al, 1.0)[:, None], 0.0)
+    be = rng.standard_normal(m) * scale
+    g = popdyn.Teacher.additive(link, np.eye(d)[:k]).link
+    N, H, dH, L1, ttol = link_tables(g)
+    su = UnitSet("pl", al, be, th, np.full(m, pq[0]), np.full(m, pq[1]))
+    tu = UnitSet("link", np.ones(k), np.zeros(k), np.eye(d)[:k], link=g)
+    R = _geometry(su, tu)
+    out = [np.zeros((m, k)) for _ in range(4)]
+    trunc = np.zeros(m)
+    km.pl_link_sums(pq[0], pq[1], al, be, R, H, dH, L1, ttol, True, *out, trunc)
+    from popdyn._kernels.hermite import pl_coeffs
+    S, Dd, Dd2 = (np.empty((m, N + 1)) for _ in range(3))
+    pl_coeffs(pq[0], pq[1], al, be, S, Dd, Dd2)
+    Rc = np.clip(R, -1.0, 1.0)
+    for X, Y, got in ((S, H, out[0]), (Dd, dH, out[1]), (Dd2, H, out[2]), (Dd, H, out[3])):
+        full = np.empty((m, k))
+        km.mehler(X, np.tile(Y, (k, 1)), Rc, full)
+        rnd = 4.0 * (N + 2) * 2.0 ** -53 * np.abs(X) @ np.abs(np.tile(Y, (k, 1))).T
+        assert np.all(np.abs(got - full) <= trunc[:, None] + rnd), (link, np.abs(got - full).max())
+    assert np.all(trunc <= 1.0 * ttol * np.maximum(al, 1.0))
