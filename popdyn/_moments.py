@@ -9,6 +9,13 @@ entrywise error estimate carried along in ``err*`` arrays (truncation tails + ro
 
 This is the engine layer over the pure kernels: unit sets and their pair geometry, the Hermite
 coefficient policy (orders and targets of teacher links) and the pair rules by unit kinds.
+One path per quantity (issue 18): a relu / leaky-relu student against a PL-network or
+additive-link teacher is evaluated by :func:`popdyn._kernels.fused.pl_moments`, the kernel of
+the fused GD step itself, and every PL-unit × link Mehler sum by
+:func:`popdyn._kernels.mehler.pl_link_sums` on :func:`link_tables` (each unit truncated at its
+own order, the dropped terms bounded and added to ``errCt``), so the general and the fused
+paths agree bit for bit.  :func:`moments` returns one :class:`Moments` with what ``need`` asks
+for (values, derivative moments of the gradient, error estimates).
 """
 from __future__ import annotations
 
