@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._kernels import fused as _fk
 from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
 from . import _validate as V
@@ -330,10 +331,7 @@ class _Fused:
     are those of :func:`popdyn.objective.loss_and_grad`: the results agree bit for bit."""
 
     def __init__(self, student, teacher, tables):
-        # the fused kernels load on first use (CLI start-up), and pl_gd is looked up at each
-        # call (benchmarks/bench_sweep.py wraps it)
-        from ._kernels import fused as _fk
-
+        # pl_gd is looked up at each call (benchmarks/bench_sweep.py wraps it)
         self._fk = _fk
         self.student, self.teacher, self.tables = student, teacher, tables
         self._kernel = _fk.pl_loss_grad_values
