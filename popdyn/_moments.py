@@ -9,6 +9,13 @@ entrywise error estimate carried along in ``err*`` arrays (truncation tails + ro
 
 This is the engine layer over the pure kernels: unit sets and their pair geometry, the Hermite
 coefficient policy (orders and targets of teacher links) and the pair rules by unit kinds.
+One path per quantity (issue 18): a relu / leaky-relu student against a PL-network or
+additive-link teacher is evaluated by :func:`popdyn._kernels.fused.pl_moments`, the kernel of
+the fused GD step itself, and every PL-unit × link Mehler sum by
+:func:`popdyn._kernels.mehler.pl_link_sums` on :func:`link_tables` (each unit truncated at its
+own order, the dropped terms bounded and added to ``errCt``), so the general and the fused
+paths agree bit for bit.  :func:`moments` returns one :class:`Moments` with what ``need`` asks
+for (values, derivative moments of the gradient, error estimates).
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ import numpy as np
 
 from ._hermite import Tails, unit_coefficients
 from ._hermite import mehler_moment_internal as mehler_moment
-from ._kernels import hermite as _kh
+from ._kernels import fused as _fk
 from ._kernels import mehler as _km
 from ._kernels import plmoments as _pl
 from ._kernels.geometry import pair_geometry
@@ -159,45 +166,54 @@ def _sum_tails(a: Tails, b: Tails, k: int) -> Tails:
                  a.l1 + np.broadcast_to(b.l1, (k,)), a.err + np.broadcast_to(b.err, (k,)), {})
 
 
-def pl_vs_link_hermite(su, tu, rtol):
-    """PL student units × the Hermite part of an additive link: (Ct, Bt, At, Dt, err, order)."""
-    g = tu.link
-    N = _link_order(g)
-    uc = _coeffs(su, N, rtol)
-    S, tS, Dd, tD = _link_seqs(g, tu.n, N, include_pl=False)
-    R = _geometry(su, tu)
-    return _cross_from(uc, S, tS, Dd, tD, R) + (N,)
-
-
 @functools.lru_cache(maxsize=64)
-def _link_values(g, k: int):
-    """(N, S): the truncation order :func:`_link_order` of link ``g`` and the value rows of its
-    Hermite part, k copies (the ``S`` of :func:`_link_seqs` without the PL part).
-    Teacher-only: cached per link object (links are immutable) and k; callers must not modify
-    ``S`` (it is left writable so that the kernels see their usual array type)."""
+def link_tables(g):
+    """(N, H, dH, L1, ttol): the tables of the Hermite part of link ``g`` that every PL student
+    × link cross moment is evaluated from (:func:`popdyn._kernels.mehler.pl_link_sums`, by the
+    engine and by the fused GD kernel alike): the truncation order :func:`_link_order`, the
+    coefficients of the Hermite part and of its derivative cut at N (empty when the link has no
+    Hermite part), L1[n] = Σ_{n < n' ≤ N} max(|H[n']|, |dH[n']|) and the per-unit truncation
+    target ``ttol`` = :func:`_link_target`.  Cached per link object (links are immutable);
+    callers must not modify the arrays (left writable: the kernels' usual array type)."""
     N = _link_order(g)
-    S = _link_seqs(g, k, N, include_pl=False)[0]
-    return N, S
+    if np.any(g.coeffs != 0.0):
+        H, dH, _, _ = _link_coeffs(g, N)
+    else:
+        H = dH = np.zeros(0)
+    big = np.maximum(np.abs(H), np.abs(dH))
+    L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
+    return N, H, dH, L1, _link_target(g)
 
 
-def pl_vs_link_values(su, tu):
-    """Ct of :func:`pl_vs_link_hermite` alone (value moments E[σ_i H_t], no error estimate):
-    the same Mehler sum of the same coefficient rows, so bit-identical to its ``Ct``."""
-    N, Y = _link_values(tu.link, tu.n)
-    n = max(int(N), 1)               # the PL student rows' order, as in _coeffs
-    m = su.n
-    X = np.empty((m, n + 1))
-    _kh.pl_coeffs(float(su.p[0]), float(su.q[0]), su.al, su.be, X, np.empty((m, n + 1)),
-                  np.empty((m, n + 1)))
-    Nc = min(X.shape[1], Y.shape[1]) - 1     # common order (mehler_moment truncates)
-    if X.shape[1] - 1 > Nc:
-        X = np.ascontiguousarray(X[:, :Nc + 1])
-    if Y.shape[1] - 1 > Nc:
-        Y = np.ascontiguousarray(Y[:, :Nc + 1])
-    R = np.clip(_geometry(su, tu), -1.0, 1.0)
-    val = np.empty(R.shape)
-    _km.mehler(X, Y, R, val)
-    return val
+def _finite_units(su) -> bool:
+    return bool(np.all(np.isfinite(su.al)) and np.all(np.isfinite(su.be)))
+
+
+def _link_error(su, tu, N, R, rtol, trunc):
+    """errCt of PL student units × the Hermite part of a link: the Mehler error estimate of the
+    sums to the link's order N (:func:`popdyn._hermite.mehler_moment`: the tails of both
+    sides and rounding) plus ``trunc``, the bound on the terms the per-unit orders drop."""
+    uc = _coeffs(su, N, rtol)
+    S, tS, _, _ = _link_seqs(tu.link, tu.n, N, include_pl=False)
+    _, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R)
+    return eC + trunc[:, None]
+
+
+def pl_vs_link_hermite(su, tu, rtol, grad: bool = True, errors: bool = True):
+    """PL student units × the Hermite part of an additive link: (Ct, Bt, At, Dt, err, order),
+    by :func:`popdyn._kernels.mehler.pl_link_sums` on :func:`link_tables` (without ``grad``
+    Bt, At, Dt are zero; without ``errors`` err is None)."""
+    if not _finite_units(su):
+        raise ValueError("the student units must be finite (`al`, `be`)")
+    N, H, dH, L1, ttol = link_tables(tu.link)
+    R = _geometry(su, tu)
+    m, k = su.n, tu.n
+    Ct = np.zeros((m, k)); Bt = np.zeros((m, k)); At = np.zeros((m, k)); Dt = np.zeros((m, k))
+    trunc = np.zeros(m)
+    _km.pl_link_sums(float(su.p[0]), float(su.q[0]), su.al, su.be, R, H, dH, L1, ttol,
+                     bool(grad), Ct, Bt, At, Dt, trunc)
+    err = _link_error(su, tu, N, R, rtol, trunc) if errors else None
+    return Ct, Bt, At, Dt, err, N
 
 
 def _cross_from(uc, S, tS, Dd, tD, R):
@@ -268,11 +284,10 @@ class UnitSet:
 
 
 def student_units(student, params) -> UnitSet:
-    W = params.W
-    al = np.sqrt(np.einsum("ij,ij->i", W, W))
-    theta = np.zeros_like(W)
-    nz = al > 0
-    theta[nz] = W[nz] / al[nz, None]
+    """The student's ridge units, their norms and directions from
+    :func:`popdyn._kernels.fused.directions` (the fused kernel's, so both paths see the same
+    geometry)."""
+    al, theta, _ = _fk.directions(np.ascontiguousarray(params.W, dtype=np.float64))
     be = params.b if student.bias else np.zeros(student.m)
     act = student.act
     m = student.m
@@ -316,6 +331,8 @@ class Moments:
     errCt: np.ndarray | None = None
     errmu0: np.ndarray | None = None
     order: int | None = None
+    #: what was asked for (:data:`NEEDS`); fields not asked for may be None
+    need: str | None = None
 
 
 # ---------------------------------------------------------------------------- pair families
@@ -339,58 +356,126 @@ def _pl_pair(u1: UnitSet, u2: UnitSet, p2=None, q2=None):
     return C, B, A, D
 
 
-def _first_moments_from_coeffs(cs):
-    return cs.S[:, 0].copy(), cs.Dd[:, 0].copy(), cs.Dd2[:, 0].copy()
+#: what :func:`moments` can be asked for: values and derivative moments of the gradient with
+#: no error estimates ("grad"), the values of the loss with its error estimates ("loss"), the
+#: values of the diagnostics (C, B, μ0, Ct: AGOP and refit; no errors, no derivative cross
+#: moments) or the student's own moments ("student")
+NEEDS = ("grad", "loss", "values", "student")
+
+
+def teacher_tables(teacher):
+    """The teacher-side tables of :func:`popdyn._kernels.fused.pl_moments` for a PL-network or
+    additive-link teacher (None for any other kind): (θ*, ok*, α*, β*, p*, q*, has-PL-part, H,
+    dH, L1, ttol, v, α*θ*, E[y], E[y²]), the link's from :func:`link_tables`.  Cached in the
+    engine's per-teacher cache."""
+    c = teacher_cache(teacher)
+    if "pl_tables" in c:
+        return c["pl_tables"]
+    tu = teacher.units() if hasattr(teacher, "units") else None
+    out = None
+    if tu is not None and tu.kind in ("link", "pl"):
+        k = tu.n
+        if tu.kind == "link":
+            g = tu.link
+            tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
+            tal, tbe = np.ones(k), np.zeros(k)
+            tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
+            tpl = g.p != 0.0 or g.q != 0.0
+            _, H, dH, L1, ttol = link_tables(g)
+            UT = tth
+        else:
+            tth = np.ascontiguousarray(tu.theta, dtype=np.float64)
+            tal = np.ascontiguousarray(tu.al, dtype=np.float64)
+            tbe = np.ascontiguousarray(tu.be, dtype=np.float64)
+            tp, tq = tu.p.astype(np.float64), tu.q.astype(np.float64)
+            tpl = True
+            H = dH = L1 = np.zeros(0)
+            ttol = 0.0
+            UT = np.ascontiguousarray(teacher.theta * teacher.alpha[:, None])
+        v = np.ascontiguousarray(teacher.weights, dtype=np.float64)
+        out = (tth, tal > 0, tal, tbe, tp, tq, bool(tpl), H, dH, L1, ttol, v, UT,
+               float(teacher.mean), float(teacher.second_moment))
+    c["pl_tables"] = out
+    return out
+
+
+def _need(need, grad, cross):
+    if need is None:
+        need = "student" if not cross else ("grad" if grad else "loss")
+    if need not in NEEDS:
+        raise ValueError(f"`need` must be one of {NEEDS}, got {need!r}")
+    return need
+
+
+def _pl_fast(student, params, teacher, need, rtol):
+    """:func:`moments` of a PL student against a PL-network / additive-link teacher: the
+    kernel of the fused GD step (:func:`popdyn._kernels.fused.pl_moments`) on the same inputs,
+    so its moments are those of the fused path bit for bit; the loss's error estimate from the
+    coefficient tails (:func:`_link_error`)."""
+    tab = teacher_tables(teacher)
+    W = np.ascontiguousarray(params.W, dtype=np.float64)
+    b = np.ascontiguousarray(params.b, dtype=np.float64)
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+        return None
+    act = student.act
+    grad = need == "grad"
+    (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, trunc) = _fk.pl_moments(
+        float(act.p), float(act.q), W, b, bool(student.bias), *tab[:11], grad)
+    m = student.m
+    herm = tab[7].shape[0] > 0
+    order = link_tables(teacher.units().link)[0] if herm else None
+    M = Moments(C=C, mu0=mu0, Ct=Ct, B=B, A=A, D=D, mu1=mu1, mu2=mu2, theta=th, order=order,
+                need=need)
+    if grad:
+        M.Bt, M.At, M.Dt = Bt, At, Dt
+    if need == "loss":
+        M.errC, M.errmu0 = np.zeros((m, m)), np.zeros(m)
+        if herm:
+            su, tu = student_units(student, params), teacher.units()
+            M.errCt = _link_error(su, tu, order, _geometry(su, tu), rtol, trunc)
+        else:
+            M.errCt = np.zeros(Ct.shape)
+    return M
 
 
 def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
-            cross: bool = True) -> Moments:
-    """All moments the objective and its gradient need (see :mod:`popdyn.objective`)."""
+            cross: bool = True, need: str | None = None) -> Moments:
+    """The moments of the objective, its gradient and the diagnostics (see
+    :mod:`popdyn.objective`), as one :class:`Moments` holding what ``need`` asks for
+    (:data:`NEEDS`; default from the older flags: ``cross=False`` → "student", ``grad=False``
+    → "loss", else "grad").
+
+    A relu / leaky-relu student against a PL-network or additive-link teacher is evaluated by
+    the fused kernel's :func:`popdyn._kernels.fused.pl_moments` (one path for these pairs);
+    every other pairing by the unit-set rules below (:func:`cross_moments` and the teacher's
+    ``cross``)."""
+    need = _need(need, grad, cross)
+    if (need != "student" and teacher is not None and student.act.kind == "pl"
+            and teacher_tables(teacher) is not None):
+        M = _pl_fast(student, params, teacher, need, rtol)
+        if M is not None:
+            return M
     su = student_units(student, params)
     m = su.n
     order = None
     if su.kind == "pl":
-        C, B, A, D, mu0, mu1, mu2 = _pl_self(su)
+        # the kernel of the fused step (same bits as _pl_fast's student moments)
+        _, _, C, B, A, D, mu0, mu1, mu2 = _fk.pl_student_moments(
+            float(student.act.p), float(student.act.q), np.ascontiguousarray(params.W, dtype=np.float64),
+            np.ascontiguousarray(params.b, dtype=np.float64), bool(student.bias))
         errC = np.zeros((m, m)); errmu0 = np.zeros(m)
     else:
         (C, B, A, D, mu0, mu1, mu2, errC, errmu0, order) = smooth_self(su, rtol)
     M = Moments(C=C, mu0=mu0, Ct=np.zeros((m, 0)), B=B, A=A, D=D, mu1=mu1, mu2=mu2,
-                theta=su.theta, errC=errC, errCt=np.zeros((m, 0)), errmu0=errmu0, order=order)
-    if not cross:
+                theta=su.theta, errC=errC, errCt=np.zeros((m, 0)), errmu0=errmu0, order=order,
+                need=need)
+    if need == "student":
         return M
     Ct, Bt, At, Dt, errCt, order_t = teacher.cross(su, rtol)
     M.Ct, M.Bt, M.At, M.Dt, M.errCt = Ct, Bt, At, Dt, errCt
     if order_t is not None:
         M.order = max(order or 0, order_t)
     return M
-
-
-def value_moments(student, params, teacher, *, rtol: float = 1e-10) -> Moments:
-    """The moments of the diagnostics -- C, B, μ0 and the cross values Ct (AGOP and refit
-    problems) -- each bit-identical to the same entry of :func:`moments` with ``grad=False``.
-
-    For a piecewise-linear student against an additive teacher link only the value moments Ct
-    of the link's Hermite part are evaluated (no derivative moments, no error estimates); every
-    other pairing is delegated to :func:`moments`.  Fields other than C, B, μ0, Ct and theta
-    may be None; ``errC``/``errCt`` are not computed on the fast path.
-    """
-    su = student_units(student, params)
-    tu = teacher.units()
-    if su.kind != "pl" or tu is None or tu.kind != "link":
-        return moments(student, params, teacher, rtol=rtol, grad=False)
-    g = tu.link
-    herm = bool(np.any(g.coeffs != 0.0))
-    if herm and not (np.all(np.isfinite(su.al)) and np.all(np.isfinite(su.be))):
-        return moments(student, params, teacher, rtol=rtol, grad=False)   # raises there
-    m, k = su.n, tu.n
-    C, B, A, D, mu0, mu1, mu2 = _pl_self(su)
-    # the Ct of cross_moments, term by term (same operations, so the same rounding)
-    Ct = np.zeros((m, k))
-    if g.p != 0.0 or g.q != 0.0:
-        Ct = _pl_pair(su, tu, np.full(k, g.p), np.full(k, g.q))[0]
-    if herm:
-        Ct = Ct + pl_vs_link_values(su, tu)
-    return Moments(C=C, mu0=mu0, Ct=Ct, B=B, A=A, D=D, mu1=mu1, mu2=mu2, theta=su.theta)
 
 
 def cross_moments(su: UnitSet, tu: UnitSet, rtol: float):

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._moments import _link_coeffs, _link_order, _link_target
+from ._kernels import fused as _fk
+from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
 from . import _validate as V
 from .family import family_of
@@ -123,6 +124,9 @@ class _Recorder:
         self.fields = fields
         self.n, self.t, self.records = [], [], []
         self.snaps = {f: [] for f in fields}
+        #: set by a stepper that holds the moments of its current state (FusedGD): a callable
+        #: returning them, passed on to a recorder that takes them (``takes_moments``)
+        self.moments = None
 
     def add(self, n, t, p, L):
         if self.n and self.n[-1] == n:
@@ -132,7 +136,11 @@ class _Recorder:
             v = getattr(p, f)
             self.snaps[f].append(v.copy() if isinstance(v, np.ndarray) else v)
         if self.recorder is not None:
-            self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L))
+            kw = {}
+            if self.moments is not None and getattr(self.recorder, "takes_moments", False):
+                kw["moments"] = self.moments()
+            self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L,
+                                              **kw))
 
     def arrays(self):
         return (np.array(self.n, dtype=np.int64), np.array(self.t),
@@ -318,17 +326,16 @@ _FUSED = True
 class _Fused:
     """Loss and gradient of a PL student (relu, leaky relu) against an additive-link or PL-network
     teacher in one compiled call (:func:`popdyn._kernels.fused.pl_loss_grad`), and the tables of
-    :class:`FusedGD` (fixed-step GD between snapshots inside numba, :func:`~popdyn._kernels.fused.pl_gd`).  Same kernels, orders
-    and tolerances as :func:`popdyn.objective.loss_and_grad`; results agree to rounding."""
+    :class:`FusedGD` (fixed-step GD between snapshots inside numba, :func:`~popdyn._kernels.fused.pl_gd`).  The tables are
+    the engine's (:func:`popdyn._moments.teacher_tables`) and the kernel's moments and assembly
+    are those of :func:`popdyn.objective.loss_and_grad`: the results agree bit for bit."""
 
     def __init__(self, student, teacher, tables):
-        # the fused kernels load on first use (CLI start-up), and pl_gd is looked up at each
-        # call (benchmarks/bench_sweep.py wraps it)
-        from ._kernels import fused as _fk
-
+        # pl_gd is looked up at each call (benchmarks/bench_sweep.py wraps it)
         self._fk = _fk
         self.student, self.teacher, self.tables = student, teacher, tables
-        self._kernel = _fk.pl_loss_grad
+        self._kernel = _fk.pl_loss_grad_values
+        self.values = None       # (C, B, μ0, Ct) of the state last evaluated
         self.p, self.q = float(student.act.p), float(student.act.q)
         self.s = float(student.s)
 
@@ -338,44 +345,23 @@ class _Fused:
         if not (student.family.fused and student.act.kind == "pl"
                 and isinstance(teacher, Teacher)):
             return None
-        k, tu = teacher.k, teacher.units()
-        if tu is None:
+        tables = teacher_tables(teacher)
+        if tables is None:
             return None
-        if tu.kind == "link":
-            g = tu.link
-            tth = np.ascontiguousarray(teacher.U, dtype=np.float64)
-            tal, tbe = np.ones(k), np.zeros(k)
-            tp, tq = np.full(k, float(g.p)), np.full(k, float(g.q))
-            tpl = g.p != 0.0 or g.q != 0.0
-            if np.any(g.coeffs != 0.0):
-                H, dH, _, _ = _link_coeffs(g, _link_order(g))
-            else:
-                H = dH = np.zeros(0)
-            UT = tth
-            big = np.maximum(np.abs(H), np.abs(dH))
-            L1 = np.concatenate([np.cumsum(big[::-1])[::-1][1:], [0.0]]) if H.size else H
-            ttol = _link_target(g)
-        elif tu.kind == "pl":
-            tth = np.ascontiguousarray(tu.theta, dtype=np.float64)
-            tal = np.ascontiguousarray(tu.al, dtype=np.float64)
-            tbe = np.ascontiguousarray(tu.be, dtype=np.float64)
-            tp, tq = tu.p.astype(np.float64), tu.q.astype(np.float64)
-            tpl = True
-            H = dH = L1 = np.zeros(0)
-            ttol = 0.0
-            UT = np.ascontiguousarray(teacher.theta * teacher.alpha[:, None])
-        else:
-            return None
-        v = np.ascontiguousarray(teacher.weights, dtype=np.float64)
-        tables = (tth, tal > 0, tal, tbe, tp, tq, bool(tpl), H, dH, L1, ttol, v, UT,
-                  float(teacher.mean), float(teacher.second_moment))
         return cls(student, teacher, tables)
+
+    def moments(self) -> Moments:
+        """The value moments (C, B, μ0, Ct) of the state last evaluated or accepted, as the step
+        computed them: the same bits as ``moments(..., need="values")`` (issue 18), which the
+        diagnostics at a snapshot reuse instead of recomputing."""
+        C, B, mu0, Ct = self.values
+        return Moments(C=C, mu0=mu0, Ct=Ct, B=B, need="values")
 
     def evaluate(self, q: Params):
         st = self.student
         ga, gW, gb = np.empty(st.m), np.empty((st.m, st.d)), np.empty(st.m)
-        L, gc = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c), st.bias,
-                             st.intercept, *self.tables, ga, gW, gb)
+        L, gc, *self.values = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c),
+                                           st.bias, st.intercept, *self.tables, ga, gW, gb)
         return float(L), Params(ga, gW, gb, float(gc)), q
 
 
@@ -384,6 +370,7 @@ class FusedGD(Stepper):
     fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`)."""
 
     def __init__(self, problem, recorder, fused: _Fused, rates: dict, kappa: float):
+        recorder.moments = fused.moments    # the diagnostics at a snapshot reuse the step's
         super().__init__(problem, recorder)
         self.fz, h = fused, problem.lr * kappa
         self.h = (h, h * rates["a"], h * rates["b"], h * rates["c"])
@@ -396,10 +383,10 @@ class FusedGD(Stepper):
         _fk = fz._fk
         p, g = self.p, self.g
         buf_l, buf_t = np.empty(nmax), np.empty(nmax)
-        done, code, c, L, gc, t = _fk.pl_gd(
+        done, code, c, L, gc, t, *fz.values = _fk.pl_gd(
             nmax, self.t, pr.lr, *self.h, pr.max_time, self.bound, pr.VY, pr.loss_target,
             fz.p, fz.q, fz.s, p.a, p.W, p.b, float(p.c), self.L, st.bias, st.intercept,
-            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t)
+            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t, *fz.values)
         self.grad_evals += done + (1 if code == _fk.DIVERGED else 0)
         self.losses.extend(buf_l[:done].tolist())
         self.ts.extend(buf_t[:done].tolist())
@@ -438,7 +425,10 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     schedule : Schedule
         Snapshot schedule (default: every 100 updates, denser early).
     recorder : callable, optional
-        ``recorder(student, params, teacher, n=, t=, loss=) -> dict`` called at each snapshot.
+        ``recorder(student, params, teacher, n=, t=, loss=) -> dict`` called at each snapshot;
+        a recorder with ``takes_moments = True`` (:func:`popdyn.diagnostics.recorder`) also gets
+        ``moments=``, the value moments (C, B, μ0, Ct) the fused GD step computed at that state
+        (the same bits as recomputing them), when the run has them.
     rtol : float
         Series tolerance for smooth activations.
 

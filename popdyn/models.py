@@ -10,12 +10,18 @@ import numpy as np
 
 from . import _validate as V
 from . import family as _family
-from ._moments import moments as _moments, value_moments as _value_moments
+from ._kernels import fused as _fk
+from ._moments import moments as _moments
 from .activations import Activation, get_activation
 from .family import RefitProblem
 from .teachers import Teacher
 
 _EPS = np.finfo(np.float64).eps
+
+
+def _f64(x):
+    """``x`` as a C-contiguous float64 array (no copy when it is one): the kernels' type."""
+    return np.ascontiguousarray(x, dtype=np.float64)
 
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
@@ -291,22 +297,16 @@ class RidgeFamily:
         """``need``: ``"grad"`` (every moment of the gradient), ``"loss"`` (C, μ0, Ct and the
         error estimates), ``"values"`` (C, B, μ0, Ct: AGOP and refit), ``"student"`` (student
         moments only; ``teacher`` may be None)."""
-        st = self.student
-        if need == "student" or teacher is None:
-            return _moments(st, params, None, rtol=tol, grad=False, cross=False)
-        if need == "values":
-            return _value_moments(st, params, teacher, rtol=tol)
-        return _moments(st, params, teacher, rtol=tol, grad=need == "grad")
+        return _moments(self.student, params, teacher, rtol=tol,
+                        need="student" if teacher is None else need)
 
     # -- objective (DESIGN §3; popdyn.objective module docstring)
     def loss(self, params, teacher, M) -> float:
-        s, a, c = self.student.s, params.a, params.c
-        v = teacher.weights
-        ey, ey2 = teacher.mean, teacher.second_moment
-        # group terms to limit cancellation: E[(f-y)^2] = E[f^2] - 2E[fy] + E[y^2]
-        ff = s * s * (a @ M.C @ a) + 2.0 * s * c * (a @ M.mu0) + c * c
-        fy = s * (a @ (M.Ct @ v)) + c * ey
-        return 0.5 * (ff - 2.0 * fy + ey2)
+        # E[f²] − 2E[fy] + E[y²] (terms grouped to limit cancellation), evaluated by the kernel
+        # the fused GD step assembles with (:func:`popdyn._kernels.fused.ridge_loss`)
+        return float(_fk.ridge_loss(float(self.student.s), _f64(params.a), float(params.c),
+                                    _f64(M.C), _f64(M.mu0), _f64(M.Ct), _f64(teacher.weights),
+                                    float(teacher.mean), float(teacher.second_moment)))
 
     def loss_error(self, params, teacher, M) -> float:
         s, a, c = self.student.s, np.abs(params.a), abs(params.c)
@@ -327,20 +327,19 @@ class RidgeFamily:
                       + 2 * cc * abs(teacher.mean) + teacher.second_moment)
 
     def grad(self, params, teacher, M) -> Params:
-        student = self.student
-        s, a, c, W = student.s, params.a, params.c, params.W
-        v = teacher.weights
-        ga = s * (s * (M.C @ a) + c * M.mu0 - M.Ct @ v)
-        gc = s * (a @ M.mu0) + c - teacher.mean if student.intercept else 0.0
-        if student.bias:
-            gb = s * a * (s * (M.D @ a) + c * M.mu1 - M.Dt @ v)
-        else:
-            gb = np.zeros_like(a)
-        scal = s * (M.A @ a) + c * M.mu2 - M.At @ v
-        UT = teacher.theta * teacher.alpha[:, None]
-        inner = M.theta * scal[:, None] + s * (M.B @ (a[:, None] * W)) - M.Bt @ (v[:, None] * UT)
-        gW = (s * a)[:, None] * inner
-        return Params(ga, gW, gb, gc)
+        """∇L from the moments by :func:`popdyn._kernels.fused.ridge_grad` (the fused step's
+        assembly; formulas in :mod:`popdyn.objective`)."""
+        st = self.student
+        m, d = params.W.shape
+        ga, gW, gb = np.empty(m), np.empty((m, d)), np.empty(m)
+        v = _f64(teacher.weights)
+        vU = v[:, None] * (teacher.theta * teacher.alpha[:, None])    # as the fused kernel's
+        gc = _fk.ridge_grad(float(st.s), _f64(params.a), _f64(params.W), float(params.c),
+                            bool(st.bias), bool(st.intercept), _f64(M.theta), _f64(M.C),
+                            _f64(M.B), _f64(M.A), _f64(M.D), _f64(M.mu0), _f64(M.mu1),
+                            _f64(M.mu2), _f64(M.Ct), _f64(M.Bt), _f64(M.At), _f64(M.Dt),
+                            v, _f64(vU), float(teacher.mean), ga, gW, gb)
+        return Params(ga, gW, gb, float(gc))
 
     def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
         M = self.moments(params, teacher, need="grad", tol=tol)

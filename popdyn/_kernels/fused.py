@@ -18,11 +18,12 @@ unit f(u_k·x) with α* = 1, β* = 0, split into its PL part p relu + q id and i
 
 Student–student moments: :func:`popdyn._kernels.plmoments.pl_self_moments`; PL cross moments:
 :func:`~popdyn._kernels.plmoments.pl_pair_moments` (both, and the first moments, from the
-student units' canonical forms computed once per step); Hermite cross moments: the closed-form unit
-coefficients :func:`popdyn._kernels.hermite.pl_coeffs` to the link's order N and the Mehler
-sums :func:`popdyn._kernels.mehler.mehler` — exactly the kernels, orders and tolerances of the
-general path (:mod:`popdyn._moments`), so the two agree to
-rounding (tests/popdyn/test_fused.py compares them, and the integrators' trajectories).
+student units' canonical forms computed once per step); Hermite cross moments:
+:func:`popdyn._kernels.mehler.pl_link_sums` on the link tables of
+:func:`popdyn._moments.link_tables`.  :func:`pl_moments` is also what the engine
+(:func:`popdyn._moments.moments`) evaluates for these pairs, and :func:`ridge_loss` /
+:func:`ridge_grad` are what the ridge family assembles L and ∇L with, so the fused and the
+general paths agree bit for bit (tests/popdyn/test_fused.py).
 
 References
 ----------
@@ -34,12 +35,11 @@ import numpy as np
 
 from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
-from .bvn import norm_pdf
-from .hermite import pl_coeffs, relu_moments01
+from .mehler import pl_link_sums
 from .plmoments import (ATOL, MAXINT, QTOL, RTOL, pl_first_moments_units,
                         pl_pair_moments_units, pl_self_moments_units, pl_units)
 
-__all__ = ["pl_loss_grad", "pl_gd"]
+__all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad", "pl_loss_grad", "pl_loss_grad_values", "pl_gd"]
 
 # status codes of pl_gd
 # (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
@@ -60,182 +60,125 @@ def _directions(W, al, th, ok):
             th[i, k] = W[i, k] / a if a > 0.0 else 0.0
 
 
-@jit(error_model="numpy")
-def _hermite_cross(p, q, al, be, Rt, H, dH, L1, ttol, Ct, Bt, At, Dt):
-    """Add the Mehler sums of PL student units against the Hermite part (H, dH) of a link.
-
-    Ct += Σ_n S_i[n] H[n] ρ^n, Dt += Σ Dd_i H ρ^n, At += Σ Dd2_i H ρ^n, Bt += Σ Dd_i dH ρ^n
-    (closed-form unit coefficients :func:`popdyn._kernels.hermite.pl_coeffs`), each unit's sums
-    truncated at its own order N_i ≤ N: the smallest n with r^{n+1}·L1[n] ≤ ``ttol``, r the
-    unit's largest |ρ| against the teacher units.  Every coefficient of a unit is bounded by
-    E_i = max(α_i, 1)·|p|·K·φ(0)·e^{−h_i²/4} (Cramér, K = 1.086435; n ≥ 2), so the terms dropped
-    are at most E_i·ttol — with ``ttol`` = 1e−17·max(1, RMS of the Hermite part and of its
-    derivative), the level at which the general path truncates the link table itself (at r = 1,
-    N_i = N).  Weakly correlated units (r ≈ 0.1 at small initialization) need N_i ≈ 17 instead
-    of N ≈ 217 (SiLU).  Orders below 2 are never cut (the n ≤ 1 terms carry the linear part).
-
-    Units with α > 0 and |β/α| ≤ 37 (no rescaling in :func:`popdyn._kernels.hermite.phi_hermite`)
-    are processed together, sorted by N_i, with the loops over the units innermost: the Hermite
-    recurrence, the coefficients and the Horner sums run vectorized across units (the
-    recurrence's divisions and square roots are otherwise a long latency chain per unit).  The
-    operations per unit are those of ``phi_hermite`` / ``pl_coeffs`` / the scalar Horner loop,
-    so the results are bit-identical to them; other units take the scalar path.
-    """
-    m = al.shape[0]
-    k = Rt.shape[1]
-    N = H.shape[0] - 1
-    NI = np.empty(m, np.int64)
-    for i in range(m):
-        r = 0.0
-        for j in range(k):
-            x = abs(Rt[i, j])
-            if x > r:
-                r = min(x, 1.0)
-        Ni = N
-        pw = r * r * r
-        for n in range(2, N):
-            if pw * L1[n] <= ttol:
-                Ni = n
-                break
-            pw *= r
-        NI[i] = Ni
-    # batched units, by decreasing order N_i (each loop over units runs over a prefix)
-    vec = np.zeros(m, np.bool_)
-    for i in range(m):
-        if al[i] > 0.0:
-            b = be[i] / al[i]
-            vec[i] = abs(b) <= 37.0
-    order = np.argsort(-NI, kind="mergesort")
-    V = np.empty(m, np.int64)
-    nb = 0
-    for t in range(m):
-        if vec[order[t]]:
-            V[nb] = order[t]
-            nb += 1
-    for i in range(m):
-        if not vec[i]:
-            _hermite_cross_unit(p, q, al, be, Rt, H, dH, NI[i], i, Ct, Bt, At, Dt)
-    if nb == 0:
-        return
-    V = V[:nb]
-    NV = np.empty(nb, np.int64)
-    xb = np.empty(nb)
-    for u in range(nb):
-        NV[u] = NI[V[u]]
-        xb[u] = -(be[V[u]] / al[V[u]])
-    Nmax = NV[0]
-    # cnt[n]: number of units (a prefix) that need index n, i.e. n ≤ N_u + 1
-    cnt = np.zeros(Nmax + 2, np.int64)
-    for u in range(nb):
-        for n in range(NV[u] + 2):
-            cnt[n] += 1
-    # phi_hermite: Y[n, u] = φ(b) h_n(−b)
-    Y = np.zeros((Nmax + 2, nb))
-    for u in range(nb):
-        Y[0, u] = norm_pdf(-xb[u])
-    Yp = Y[0]
-    Yc = Y[1]
-    for u in range(cnt[1]):
-        Yc[u] = (xb[u] * Yp[u] - 0.0 * 0.0) / 1.0
-    for n in range(2, Nmax + 2):
-        c1 = math.sqrt(n - 1.0)
-        c2 = math.sqrt(1.0 * n)
-        Ym = Y[n - 2]
-        Yp = Y[n - 1]
-        Yc = Y[n]
-        for u in range(cnt[n]):
-            Yc[u] = (xb[u] * Yp[u] - c1 * Ym[u]) / c2
-    # pl_coeffs: S[n, u], Sd[n, u], Sd2[n, u] (n ≤ N_u)
-    S = np.zeros((Nmax + 1, nb))
-    Sd = np.zeros((Nmax + 1, nb))
-    Sd2 = np.zeros((Nmax + 1, nb))
-    pa = np.empty(nb)
-    for u in range(nb):
-        i = V[u]
-        a = al[i]
-        bb = be[i]
-        cdf, m1, _ = relu_moments01(bb / a)
-        S[0, u] = p * a * m1 + q * bb
-        if NV[u] >= 1:
-            S[1, u] = p * a * cdf + q * a
-        Sd[0, u] = p * cdf + q
-        pa[u] = p * a
-    for n in range(2, Nmax + 1):
-        c = math.sqrt(n * (n - 1.0))
-        Sn = S[n]
-        Yn = Y[n - 2]
-        for u in range(cnt[n + 1]):
-            Sn[u] = pa[u] * Yn[u] / c
-    for n in range(1, Nmax + 1):
-        c = math.sqrt(1.0 * n)
-        Sn = Sd[n]
-        Yn = Y[n - 1]
-        for u in range(cnt[n + 1]):
-            Sn[u] = p * Yn[u] / c
-    for n in range(Nmax + 1):
-        Sn = Sd2[n]
-        Yn = Y[n]
-        for u in range(cnt[n + 1]):
-            Sn[u] = p * Yn[u]
-    # Horner sums Σ_{n ≤ N_u} (·)[n] H[n] ρ^n per teacher unit, c = 0 before each unit's top term
-    rho = np.empty(nb)
-    c0 = np.empty(nb)
-    c1a = np.empty(nb)
-    c2a = np.empty(nb)
-    c3a = np.empty(nb)
-    for j in range(k):
-        for u in range(nb):
-            rho[u] = min(max(Rt[V[u], j], -1.0), 1.0)
-            c0[u] = 0.0
-            c1a[u] = 0.0
-            c2a[u] = 0.0
-            c3a[u] = 0.0
-        for n in range(Nmax, -1, -1):
-            hn = H[n]
-            dhn = dH[n]
-            cn = cnt[n + 1]
-            Sn = S[n]
-            for u in range(cn):
-                c0[u] = c0[u] * rho[u] + Sn[u] * hn
-            Sn = Sd[n]
-            for u in range(cn):
-                c1a[u] = c1a[u] * rho[u] + Sn[u] * hn
-            for u in range(cn):
-                c3a[u] = c3a[u] * rho[u] + Sn[u] * dhn
-            Sn = Sd2[n]
-            for u in range(cn):
-                c2a[u] = c2a[u] * rho[u] + Sn[u] * hn
-        for u in range(nb):
-            i = V[u]
-            Ct[i, j] += c0[u]
-            Dt[i, j] += c1a[u]
-            At[i, j] += c2a[u]
-            Bt[i, j] += c3a[u]
+@jit
+def directions(W):
+    """(α, θ, ok): the norms α_i = |w_i|, directions θ_i = w_i/α_i (0 where α_i = 0) and
+    α_i > 0 of the rows of W: the one evaluation of every ridge student's unit geometry
+    (:func:`popdyn._moments.student_units` calls it too)."""
+    m, d = W.shape
+    al = np.empty(m)
+    th = np.empty((m, d))
+    ok = np.empty(m, dtype=np.bool_)
+    _directions(W, al, th, ok)
+    return al, th, ok
 
 
 @jit
-def _hermite_cross_unit(p, q, al, be, Rt, H, dH, Ni, i, Ct, Bt, At, Dt):
-    """:func:`_hermite_cross` for unit i alone (scalar path: degenerate or far-tail units)."""
-    k = Rt.shape[1]
-    S = np.empty((1, Ni + 1))
-    Sd = np.empty((1, Ni + 1))
-    Sd2 = np.empty((1, Ni + 1))
-    pl_coeffs(p, q, al[i:i + 1], be[i:i + 1], S, Sd, Sd2)
-    for j in range(k):
-        rho = min(max(Rt[i, j], -1.0), 1.0)
-        c = S[0, Ni] * H[Ni]
-        dd = Sd[0, Ni] * H[Ni]
-        aa = Sd2[0, Ni] * H[Ni]
-        bb = Sd[0, Ni] * dH[Ni]
-        for n in range(Ni - 1, -1, -1):
-            c = c * rho + S[0, n] * H[n]
-            dd = dd * rho + Sd[0, n] * H[n]
-            aa = aa * rho + Sd2[0, n] * H[n]
-            bb = bb * rho + Sd[0, n] * dH[n]
-        Ct[i, j] += c
-        Dt[i, j] += dd
-        At[i, j] += aa
-        Bt[i, j] += bb
+def _student(p, q, W, b, bias):
+    m = W.shape[0]
+    al, th, ok = directions(W)
+    be = b.copy() if bias else np.zeros(m)
+    pv = np.full(m, p)
+    qv = np.full(m, q)
+    R = th @ th.T
+    OMR = np.empty((m, m))
+    OPR = np.empty((m, m))
+    pair_geometry_self(th, ok, R, OMR, OPR)
+    C = np.empty((m, m))
+    B = np.empty((m, m))
+    A = np.empty((m, m))
+    D = np.empty((m, m))
+    U = pl_units(pv, qv, al, be)        # once for the self, first and PL cross moments
+    pl_self_moments_units(U, pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT)
+    mu0 = np.empty(m)
+    mu1 = np.empty(m)
+    mu2 = np.empty(m)
+    pl_first_moments_units(U, mu0, mu1, mu2)
+    return al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2
+
+
+@jit
+def pl_student_moments(p, q, W, b, bias):
+    """(α, θ, C, B, A, D, μ0, μ1, μ2): the student–student and first moments of a PL student
+    (σ = p relu + q id; b read only when ``bias``), those of :func:`pl_moments`."""
+    al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2 = _student(p, q, W, b, bias)
+    return al, th, C, B, A, D, mu0, mu1, mu2
+
+
+@jit
+def pl_moments(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, grad):
+    """Every moment of L and ∇L for a PL student (σ = p relu + q id) against PL / additive
+    teacher units: the engine's moments of these pairs (:func:`popdyn._moments.moments` calls
+    this kernel too, so the general and the fused paths agree bit for bit).
+
+    Parameters are those of :func:`pl_loss_grad`; ``grad`` False skips the cross sums Bt, At,
+    Dt of the Hermite part (left 0).  Returns (α, θ, C, B, A, D, μ0, μ1, μ2, Ct, Bt, At, Dt,
+    trunc): ``trunc`` (m,) bounds the per-unit truncation of the Hermite cross sums
+    (:func:`popdyn._kernels.mehler.pl_link_sums`).
+    """
+    k = tth.shape[0]
+    m = W.shape[0]
+    al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2 = _student(p, q, W, b, bias)
+    # student–teacher
+    Rt = th @ tth.T
+    OMRt = np.empty((m, k))
+    OPRt = np.empty((m, k))
+    pair_geometry(th, ok, tth, tok, Rt, OMRt, OPRt)
+    Ct = np.zeros((m, k))
+    Bt = np.zeros((m, k))
+    At = np.zeros((m, k))
+    Dt = np.zeros((m, k))
+    if tpl:
+        pl_pair_moments_units(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
+                              Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT)
+    trunc = np.zeros(m)
+    if H.shape[0] > 0:
+        pl_link_sums(p, q, al, be, Rt, H, dH, L1, ttol, grad, Ct, Bt, At, Dt, trunc)
+    return al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, trunc
+
+
+@jit
+def ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2):
+    """L = ½(s² aᵀCa + 2sc aᵀμ0 + c² − 2(s aᵀCᵀv + c E[y]) + E[y²]) from the moments (the
+    terms grouped as E[f²] − 2E[fy] + E[y²] to limit cancellation): the one evaluation of the
+    ridge family's loss (:class:`popdyn.models.RidgeFamily` and :func:`pl_loss_grad`)."""
+    ff = s * s * (a @ (C @ a)) + 2.0 * s * c * (a @ mu0) + c * c
+    fy = s * (a @ (Ct @ v)) + c * ey
+    return 0.5 * (ff - 2.0 * fy + ey2)
+
+
+@jit
+def ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
+               v, vU, ey, ga, gW, gb):
+    """∇L of the ridge family from the moments (formulas of :mod:`popdyn.objective`): fills
+    ga, gW, gb and returns ∂L/∂c (0 when the intercept is fixed; gb = 0 without biases).
+    ``vU`` = v ∘ α*θ* (rows), the teacher term of ∂L/∂W (a multi-index teacher's Bt has one
+    column per index direction, so the caller forms it)."""
+    m, d = W.shape
+    Ca = C @ a
+    Ctv = Ct @ v
+    for i in range(m):
+        ga[i] = s * (s * Ca[i] + c * mu0[i] - Ctv[i])
+    gc = s * (a @ mu0) + c - ey if intercept else 0.0
+    if bias:
+        Da = D @ a
+        Dtv = Dt @ v
+        for i in range(m):
+            gb[i] = s * a[i] * (s * Da[i] + c * mu1[i] - Dtv[i])
+    else:
+        for i in range(m):
+            gb[i] = 0.0
+    scal = s * (A @ a) + c * mu2 - At @ v
+    aW = np.empty((m, d))
+    for i in range(m):
+        for j in range(d):
+            aW[i, j] = a[i] * W[i, j]
+    inner = s * (B @ aW) - Bt @ vU
+    for i in range(m):
+        f = s * a[i]
+        for j in range(d):
+            gW[i, j] = f * (th[i, j] * scal[i] + inner[i, j])
+    return gc
 
 
 @jit
@@ -260,10 +203,10 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
         Whether the teacher units have a PL part at all.
     H, dH : (N+1,)
         Hermite part of an additive link and of its derivative (normalized coefficients;
-        N + 1 = 0 for none), already truncated at the general path's order.
+        N + 1 = 0 for none), truncated at the link's order (:func:`popdyn._moments.link_tables`).
     L1, ttol : (N+1,), float
         L1[n] = Σ_{n < n' ≤ N} max(|H[n']|, |dH[n']|) and the per-pair truncation target
-        (see :func:`_hermite_cross`).
+        (see :func:`popdyn._kernels.mehler.pl_link_sums`).
     v, UT : (k,), (k, d)
         Teacher weights and α*θ* (rows).
     ey, ey2 : float
@@ -272,79 +215,32 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
 
     Returns
     -------
-    (L, ∂L/∂c)
+    (L, ∂L/∂c): :func:`ridge_loss` and :func:`ridge_grad` of the moments of :func:`pl_moments`.
     """
-    m, d = W.shape
-    k = tth.shape[0]
-    al = np.empty(m)
-    th = np.empty((m, d))
-    ok = np.empty(m, dtype=np.bool_)
-    _directions(W, al, th, ok)
-    be = b.copy() if bias else np.zeros(m)
-    pv = np.full(m, p)
-    qv = np.full(m, q)
-    # student–student
-    R = th @ th.T
-    OMR = np.empty((m, m))
-    OPR = np.empty((m, m))
-    pair_geometry_self(th, ok, R, OMR, OPR)
-    C = np.empty((m, m))
-    B = np.empty((m, m))
-    A = np.empty((m, m))
-    D = np.empty((m, m))
-    U = pl_units(pv, qv, al, be)        # once for the self, first and PL cross moments
-    pl_self_moments_units(U, pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT)
-    mu0 = np.empty(m)
-    mu1 = np.empty(m)
-    mu2 = np.empty(m)
-    pl_first_moments_units(U, mu0, mu1, mu2)
-    # student–teacher
-    Rt = th @ tth.T
-    OMRt = np.empty((m, k))
-    OPRt = np.empty((m, k))
-    pair_geometry(th, ok, tth, tok, Rt, OMRt, OPRt)
-    Ct = np.zeros((m, k))
-    Bt = np.zeros((m, k))
-    At = np.zeros((m, k))
-    Dt = np.zeros((m, k))
-    if tpl:
-        pl_pair_moments_units(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
-                              Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT)
-    if H.shape[0] > 0:
-        _hermite_cross(p, q, al, be, Rt, H, dH, L1, ttol, Ct, Bt, At, Dt)
-    # loss (terms grouped as in popdyn.objective._loss_from)
-    Ca = C @ a
-    ff = s * s * (a @ Ca) + 2.0 * s * c * (a @ mu0) + c * c
-    Ctv = Ct @ v
-    fy = s * (a @ Ctv) + c * ey
-    L = 0.5 * (ff - 2.0 * fy + ey2)
-    # gradient
-    for i in range(m):
-        ga[i] = s * (s * Ca[i] + c * mu0[i] - Ctv[i])
-    gc = s * (a @ mu0) + c - ey if intercept else 0.0
-    if bias:
-        Da = D @ a
-        Dtv = Dt @ v
-        for i in range(m):
-            gb[i] = s * a[i] * (s * Da[i] + c * mu1[i] - Dtv[i])
-    else:
-        for i in range(m):
-            gb[i] = 0.0
-    scal = s * (A @ a) + c * mu2 - At @ v
-    aW = np.empty((m, d))
-    for i in range(m):
-        for j in range(d):
-            aW[i, j] = a[i] * W[i, j]
+    L, gc, _, _, _, _ = pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal,
+                                            tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                                            ga, gW, gb)
+    return L, gc
+
+
+@jit
+def pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
+                        tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                        ga, gW, gb):
+    """:func:`pl_loss_grad`, returning also the moments the diagnostics read at this state:
+    (L, ∂L/∂c, C, B, μ0, Ct), the same bits as ``popdyn._moments.moments(..., need="values")``
+    (issue 18: the diagnostics at a checkpoint reuse the moments of the step that produced it)."""
+    (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, _) = pl_moments(
+        p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, True)
+    L = ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2)
+    k, d = UT.shape
     vU = np.empty((k, d))
     for i in range(k):
         for j in range(d):
             vU[i, j] = v[i] * UT[i, j]
-    inner = s * (B @ aW) - Bt @ vU
-    for i in range(m):
-        f = s * a[i]
-        for j in range(d):
-            gW[i, j] = f * (th[i, j] * scal[i] + inner[i, j])
-    return L, gc
+    gc = ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
+                    v, vU, ey, ga, gW, gb)
+    return L, gc, C, B, mu0, Ct
 
 
 @jit
@@ -367,7 +263,7 @@ def _finite(a, W, b, c):
 def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
           p, q, s, a, W, b, c, L, bias, intercept,
           tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-          ga, gW, gb, gc, losses, times):
+          ga, gW, gb, gc, losses, times, C, B, mu0, Ct):
     """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
 
     The ``_step_impl`` of :class:`popdyn.dynamics.FusedGD`, with the rules of
@@ -376,8 +272,10 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
     the loop with DIVERGED (DIVERGED_STEP when the proposal was not evaluated) and leaves the last
     accepted state in place; 2L/V_Y ≤ ``loss_target`` (0 disables) ends it with CONVERGED.  The
     state (a, W, b) and gradient (ga, gW, gb) are updated in place; ``losses[i]``, ``times[i]`` receive L and t after the i-th update.
+    (C, B, μ0, Ct) are the value moments of the entry state (:func:`pl_loss_grad_values`); those
+    of the last accepted state are returned (the diagnostics at a snapshot reuse them).
 
-    Returns (n_done, status, c, L, gc, t).
+    Returns (n_done, status, c, L, gc, t, C, B, μ0, Ct).
     """
     m, d = W.shape
     qa = np.empty(m)
@@ -399,8 +297,9 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         if not _finite(qa, qW, qb, qc):
             status = DIVERGED_STEP
             break
-        Lq, gcq = pl_loss_grad(p, q, s, qa, qW, qb, qc, bias, intercept,
-                               tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb)
+        Lq, gcq, Cq, Bq, mu0q, Ctq = pl_loss_grad_values(
+            p, q, s, qa, qW, qb, qc, bias, intercept,
+            tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb)
         if not (math.isfinite(Lq) and Lq <= bound and _finite(fa, fW, fb, gcq)):
             status = DIVERGED
             break
@@ -413,6 +312,7 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         gW[:, :] = fW
         gc = gcq
         L = Lq
+        C, B, mu0, Ct = Cq, Bq, mu0q, Ctq
         t += lr
         losses[n] = L
         times[n] = t
@@ -420,4 +320,4 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         if loss_target > 0.0 and 2.0 * L / VY <= loss_target:
             status = CONVERGED
             break
-    return n, status, c, L, gc, t
+    return n, status, c, L, gc, t, C, B, mu0, Ct

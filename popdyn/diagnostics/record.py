@@ -119,7 +119,7 @@ def _settings(kinds, budget, rcond, geometry):
 def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_budget"),
              budget=None, geometry: bool = False, rcond: float = 1e-12,
              equilibrate: bool = True, rtol: float = 1e-10, _checked: bool = False,
-             _frame=None) -> Diagnostics:
+             _frame=None, _moments=None) -> Diagnostics:
     """AGOP, alignment, refit risks (and optionally neuron geometry) at one checkpoint.
 
     Parameters
@@ -144,8 +144,8 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     SwiGLU the kind ``projected`` raises ``ValueError``.
 
     Only the moments the diagnostics use are evaluated (C, B, μ0 and the cross values Ct:
-    :func:`popdyn._moments.value_moments`, bit-identical to the same entries of the full
-    evaluation).  ``_frame`` (private) is the checked ``teacher_frame(U or teacher, d)``, passed
+    ``need="values"`` of :func:`popdyn._moments.moments`, bit-identical to the same entries of
+    the full evaluation).  ``_frame`` (private) is the checked ``teacher_frame(U or teacher, d)``, passed
     by :func:`recorder`, which computes it once.
 
     References
@@ -164,8 +164,9 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     if _frame is None:
         _frame = teacher_frame(teacher if U is None else U, student.d)
     S, axes = _frame
-    # C, B, μ0, Ct: all the diagnostics need (the ridge family's value moments)
-    M = fam.moments(params, teacher, need="values", tol=rtol)
+    # C, B, μ0, Ct: all the diagnostics need (the ridge family's value moments), or those the
+    # training step computed at this state (``_moments``, the same bits)
+    M = fam.moments(params, teacher, need="values", tol=rtol) if _moments is None else _moments
     A = np.ascontiguousarray(fam.agop(params, M))
     # A is exactly symmetric (every family's agop symmetrizes) and S checked: only finiteness
     # is left to check (alignment itself raises the documented error)
@@ -230,10 +231,10 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
             hit = frames[key] = (teacher, teacher_frame(teacher if U is None else U, student.d))
         return hit[1]
 
-    def record(student, params, teacher, *, n, t, loss) -> dict:
+    def record(student, params, teacher, *, n, t, loss, moments=None) -> dict:
         D = diagnose(student, params, teacher, U=U, kinds=kinds, budget=budget,
                      geometry=geometry, rcond=rcond, equilibrate=bool(equilibrate), rtol=rtol,
-                     _checked=True, _frame=frame(student, teacher))
+                     _checked=True, _frame=frame(student, teacher), _moments=moments)
         rec = {"n": int(n), "t": float(t), "loss": float(loss),
                "normalized_loss": 2.0 * float(loss) / D.variance}
         rec.update(D.as_record())
@@ -241,6 +242,9 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
 
     record.kinds = kinds
     record.budget = budget
+    #: :func:`popdyn.train` passes the value moments of the snapshot state when its stepper
+    #: holds them (the fused GD step): the same bits as recomputing them (issue 18)
+    record.takes_moments = True
     return record
 
 

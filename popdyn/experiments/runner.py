@@ -198,12 +198,13 @@ def _shift_recorder(rec, n0, t0, skip_initial: bool = False):
     and record."""
     first = [bool(skip_initial)]
 
-    def shifted(student, params, teacher, *, n, t, loss):
+    def shifted(student, params, teacher, *, n, t, loss, **kw):
         if first[0]:
             first[0] = False
             if n == 0:
                 return dict(_DUPLICATE)
-        return rec(student, params, teacher, n=n + n0, t=t + t0, loss=loss)
+        return rec(student, params, teacher, n=n + n0, t=t + t0, loss=loss, **kw)
+    shifted.takes_moments = getattr(rec, "takes_moments", False)   # the step's moments
     return shifted
 
 

@@ -4,9 +4,10 @@
   with a relu / leaky-relu student and an additive or PL-network teacher), with the tolerances
   of tests/popdyn/test_engine_refs.py.
 * Against the general path (popdyn.objective.loss_and_grad, itself checked against those
-  references) on hypothesis-drawn states with degenerate geometry: the same kernels are
-  composed, so the two agree to a few ulp (1e−14 relative to the size of the terms).
-* Trajectories: fused GD equals the general integrator's GD to rounding; every stopping rule
+  references) on hypothesis-drawn states with degenerate geometry: one path since 0.7.0 (the
+  engine evaluates these pairs with the fused kernel's moments and assembly), so the two agree
+  bit for bit.
+* Trajectories: fused GD equals the general integrator's GD bit for bit; every stopping rule
   (horizon, converged, diverged with the last finite state, max_time) and the snapshot schedule
   are the same.
 """
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 import popdyn
 from popdyn import dynamics
+from popdyn._moments import moments
 from popdyn.dynamics import _Fused
 from popdyn.objective import loss_and_grad
 
@@ -99,12 +101,15 @@ def test_fused_equals_general_path(tname, seed, scale, degenerate, act, bias, in
     params = popdyn.Params(a, W, b if bias else np.zeros(m), 0.37 if intercept else 0.0)
     L0, g0 = loss_and_grad(student, params, teacher)
     L1, g1, _ = _fused(student, teacher).evaluate(params)
-    # size of the terms that cancel in L and in each gradient entry
-    tl = teacher.second_moment + params.c ** 2 + (student.s * np.abs(a).sum()) ** 2 * (1 + np.abs(W).max() + np.abs(b).max()) ** 2
-    assert abs(L1 - L0) <= 1e-14 * tl
-    gs = np.sqrt(tl) * (1 + student.s * np.abs(a).sum()) * (1 + np.abs(W).max())
+    # one path (issue 18): the engine evaluates these pairs with the fused kernel's moments
+    # (popdyn._kernels.fused.pl_moments) and assembly (ridge_loss, ridge_grad): bit for bit
+    assert np.float64(L0).tobytes() == np.float64(L1).tobytes()
     for x, y in ((g0.a, g1.a), (g0.W, g1.W), (g0.b, g1.b), (g0.c, g1.c)):
-        assert np.all(np.abs(np.asarray(x) - np.asarray(y)) <= 1e-14 * gs)
+        assert np.asarray(x, dtype=float).tobytes() == np.asarray(y, dtype=float).tobytes()
+    # and the moments the diagnostics read (need="values") are the same bits as the step's
+    M, Mv = (moments(student, params, teacher, need=n) for n in ("grad", "values"))
+    for f in ("C", "B", "mu0", "Ct"):
+        assert getattr(M, f).tobytes() == getattr(Mv, f).tobytes(), f
 
 
 def test_not_covered_pairs_use_the_general_path():
@@ -132,13 +137,13 @@ def _pair(problem, monkeypatch, **kw):
     return fused, general
 
 
-def _same(f, g, rtol=1e-11):
+def _same(f, g):
     assert f.status == g.status
     assert np.array_equal(f.n, g.n) and np.array_equal(f.t, g.t)
     assert np.array_equal(f.snap_n, g.snap_n) and np.array_equal(f.snap_t, g.snap_t)
-    np.testing.assert_allclose(f.loss, g.loss, rtol=rtol, atol=0)
+    assert f.loss.tobytes() == g.loss.tobytes()
     for k in ("a", "W", "b", "c"):
-        np.testing.assert_allclose(f.snapshots[k], g.snapshots[k], rtol=rtol, atol=1e-14)
+        assert np.asarray(f.snapshots[k]).tobytes() == np.asarray(g.snapshots[k]).tobytes(), k
     assert f.info["grad_evals"] == g.info["grad_evals"]
 
 
@@ -171,3 +176,41 @@ def test_gd_divergence_keeps_last_finite_state(problem, monkeypatch):
     assert L == pytest.approx(f.loss[-1], rel=1e-13)
     # the accepted states obey the divergence bound explode·max(L0, V_Y)
     assert f.loss.max() <= 1e6 * max(f.loss[0], t.variance)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["silu", "tanh", "sin", "gaussian_bump", "h3+0.3h2"]),
+       st.integers(0, 2 ** 16), st.sampled_from([1e-3, 0.05, 0.5, 3.0]),
+       st.sampled_from([(1.0, 0.0), (0.9, 0.1)]))
+def test_per_unit_truncation_within_its_bound(link, seed, scale, pq):
+    """pl_link_sums cuts each unit's Mehler sums at its own order N_i ≤ N; the dropped terms
+    (against the full sums to the link's order N, evaluated by the plain Mehler kernel) stay
+    within the bound ``trunc`` that the engine adds to errCt."""
+    from popdyn._kernels import mehler as km
+    from popdyn._moments import UnitSet, _geometry, link_tables
+
+    rng = np.random.default_rng(seed)
+    d, m, k = 6, 9, 2
+    W = rng.standard_normal((m, d)) * scale
+    W[0] = 0.0
+    al = np.linalg.norm(W, axis=1)
+    th = np.where(al[:, None] > 0, W / np.where(al > 0, al, 1.0)[:, None], 0.0)
+    be = rng.standard_normal(m) * scale
+    g = popdyn.Teacher.additive(link, np.eye(d)[:k]).link
+    N, H, dH, L1, ttol = link_tables(g)
+    su = UnitSet("pl", al, be, th, np.full(m, pq[0]), np.full(m, pq[1]))
+    tu = UnitSet("link", np.ones(k), np.zeros(k), np.eye(d)[:k], link=g)
+    R = _geometry(su, tu)
+    out = [np.zeros((m, k)) for _ in range(4)]
+    trunc = np.zeros(m)
+    km.pl_link_sums(pq[0], pq[1], al, be, R, H, dH, L1, ttol, True, *out, trunc)
+    from popdyn._kernels.hermite import pl_coeffs
+    S, Dd, Dd2 = (np.empty((m, N + 1)) for _ in range(3))
+    pl_coeffs(pq[0], pq[1], al, be, S, Dd, Dd2)
+    Rc = np.clip(R, -1.0, 1.0)
+    for X, Y, got in ((S, H, out[0]), (Dd, dH, out[1]), (Dd2, H, out[2]), (Dd, H, out[3])):
+        full = np.empty((m, k))
+        km.mehler(X, np.tile(Y, (k, 1)), Rc, full)
+        rnd = 4.0 * (N + 2) * 2.0 ** -53 * np.abs(X) @ np.abs(np.tile(Y, (k, 1))).T
+        assert np.all(np.abs(got - full) <= trunc[:, None] + rnd), (link, np.abs(got - full).max())
+    assert np.all(trunc <= 1.0 * ttol * np.maximum(al, 1.0))

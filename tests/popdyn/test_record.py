@@ -140,7 +140,7 @@ def test_series_and_at_update_bad_input():
                                   "damped_cubic:0.5", "h3+0.3h2", "gaussian_bump", "h1"])
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
 def test_value_moments_bit_identical(link, activation):
-    from popdyn._moments import moments, value_moments
+    from popdyn._moments import moments
 
     d, m = 6, 7
     T = popdyn.Teacher.additive(link, np.eye(d)[:2])
@@ -154,21 +154,23 @@ def test_value_moments_bit_identical(link, activation):
             W[3] = -W[4]
             W[5] = 2.0 * np.eye(d)[0]
             p = p.replace(W=W)
-        full, fast = moments(S, p, T, grad=False), value_moments(S, p, T)
+        full, fast = moments(S, p, T, need="grad"), moments(S, p, T, need="values")
+        loss = moments(S, p, T, need="loss")
         for f in ("C", "B", "mu0", "Ct"):
-            x, y = getattr(full, f), getattr(fast, f)
-            assert x.shape == y.shape and x.tobytes() == y.tobytes(), f
+            x, y, z = getattr(full, f), getattr(fast, f), getattr(loss, f)
+            assert x.shape == y.shape and x.tobytes() == y.tobytes() == z.tobytes(), f
+        assert fast.errCt is None and fast.Bt is None and loss.errCt is not None
 
 
 def test_value_moments_delegates_other_pairings():
-    from popdyn._moments import moments, value_moments
+    from popdyn._moments import moments
 
     U = np.array([[1.0, 0, 0, 0], [0.6, 0.8, 0, 0]])
     cases = ((popdyn.Student(4, 5, activation="silu"), popdyn.Teacher.additive("h2", np.eye(4)[:2])),
              (popdyn.Student(4, 5), popdyn.Teacher.network("relu", [1.0, -0.5], U, [0.1, 0.0])))
     for S, T in cases:
         p = S.init(0, 0.5, T)
-        full, fast = moments(S, p, T, grad=False), value_moments(S, p, T)
+        full, fast = moments(S, p, T, grad=False), moments(S, p, T, need="values")
         for f in ("C", "B", "mu0", "Ct"):
             assert getattr(full, f).tobytes() == getattr(fast, f).tobytes(), f
 
@@ -227,3 +229,34 @@ def test_recorder_equals_diagnose_bitwise(teacher):
             got = {k: v for k, v in tr.records[i].items()
                    if k not in ("n", "t", "loss", "normalized_loss")}
             assert repr(got) == repr(want)
+
+
+def test_fused_steps_hand_their_moments_to_the_recorder():
+    """Issue 18: at every snapshot of a fused GD run the recorder receives the value moments the
+    step computed at that state -- the same bits as evaluating them afresh -- and a recorder
+    that does not declare ``takes_moments`` is called as before."""
+    from popdyn._moments import moments
+
+    d = 5
+    T = popdyn.Teacher.additive("h3+0.3h2", np.eye(d)[:2])
+    S = popdyn.Student(d, 6, bias=True)
+    seen, plain = [], []
+
+    def spy(student, params, teacher, *, n, t, loss, moments=None):
+        seen.append((n, moments, params.replace(a=params.a.copy(), W=params.W.copy(),
+                                                b=params.b.copy())))
+        return {}
+    spy.takes_moments = True
+
+    def old_style(student, params, teacher, *, n, t, loss):
+        plain.append(n)
+        return {}
+
+    for r in (spy, old_style):
+        popdyn.train(S, S.init(2, 0.5, T), T, method="gd", lr=0.1, max_updates=9,
+                     schedule=popdyn.Schedule(every=4, early=(1,)), recorder=r)
+    assert [n for n, _, _ in seen] == plain == [0, 1, 4, 8, 9]
+    for n, M, p in seen:
+        F = moments(S, p, T, need="values")
+        for f in ("C", "B", "mu0", "Ct"):
+            assert getattr(M, f).tobytes() == getattr(F, f).tobytes(), (n, f)
