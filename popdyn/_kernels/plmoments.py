@@ -63,11 +63,12 @@ few anticorrelated pairs that no form above serves).  tests/popdyn/test_plmoment
 estimate against the actual error (40-digit mpmath).
 
 *Many pairs at once* (:func:`pl_self_moments`, :func:`pl_pair_moments` through
-:func:`_moments_list`, on chunks of 1024 pairs so that its scratch stays in cache): every pair
+:func:`_moments_list`, on chunks of 1024 pairs so that its scratch stays in cache,
+:func:`_moments_chunked`): every pair
 takes the evaluators above in the same order, but the three
 expensive kinds of evaluation are deferred and done for all pairs together in loops over the
-pairs that LLVM vectorizes (AVX2): the Price forms (per Gauss–Legendre rule, panels as items;
-:func:`_price_batch`), the remainder sum of Genz's |r| ≥ 0.925 rule in the closed forms
+pairs that LLVM vectorizes (AVX2/AVX-512): the Price forms (per Gauss–Legendre rule, panels
+as items; :func:`_price_batch`), the remainder sum of Genz's |r| ≥ 0.925 rule in the closed forms
 (:func:`popdyn._kernels.bvn._bvn_hi_rem_batch`), and Hh₁ of the A terms
 (:func:`popdyn._kernels.bvn.hh1_batch`), with the exponential and sine of
 :mod:`popdyn._kernels.vmath` (≤ 2 ulp, within the estimates' allowance for the exponentials).
@@ -76,12 +77,21 @@ A deferred pair whose estimate then misses the target continues exactly as the s
 (tests/popdyn/test_vmath.py, test_plmoments.py).  At m = 32 on the states of the sweep
 benchmark's trajectories the batched evaluation takes ≈ 1/1.9 of the time of the one-pair loop
 :func:`pl_self_moments_pairwise` (benchmarks/bench_pairs.py, both timed in the same run).
-The pair loop itself has no calls that take arrays (numba increfs and decrefs every array
-argument of a call atomically: ~19% of the time at m = 256 until 0.6.0, measured with perf),
-its data-dependent choices are selects (the branch-free twins ``_*_bf`` of the one-pair forms,
-bit for bit the same values: tests/popdyn/test_plmoments_front.py), and the deferred Price
-pairs carry their columns (:func:`_pc_store`) to an assembly over arrays
-(:func:`_finish_price`).
+The pair loop runs in two passes.  Its arithmetic -- the linear and A parts, the ramp frame,
+the bound and its test, the Price form's log-variation -- is one loop over the consecutive
+pairs (i, j), (i, j + 1), … of a row (:func:`_front_seg`), reading the units as a structure of
+arrays (:func:`_unit_array`) and writing one column store: LLVM vectorizes it (packed
+vsqrtpd/vdivpd; tests/popdyn/test_plmoments_front.py inspects the assembly).  Its
+data-dependent choices are selects (the branch-free twins ``_*_bf`` of the one-pair forms, bit
+for bit the same values: tests/popdyn/test_plmoments_front.py).  A scalar pass then picks each
+pair's next evaluator and fills the deferral lists; the deferred Price pairs carry their
+columns (:func:`_pc_store_a`) to an assembly over arrays (:func:`_finish_price`), and their
+node sums are one fused pass per node (:func:`_price_batch`, the exponential of
+:func:`popdyn._kernels.vmath.exp_inline`).  The chunks' pair lists, results and scratch are
+allocated once per call (:func:`_moments_chunked`) with rows not 2^k apart (:data:`_LD`).
+No call in these loops takes arrays (numba increfs and decrefs every array argument of a call
+atomically: ~19% of the time at m = 256 until 0.6.0, measured with perf).  All of it gives the
+bits of 0.6.1 (the same operations in the same order, pair by pair).
 
 *Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
 exactly linear in float64: Φ(−40) underflows; h = β/α is never formed when it could overflow),
@@ -1397,14 +1407,16 @@ def _unit_array(U, p, q, al, be):
 
 @jit(error_model="numpy")
 def _front_seg(UA1, i, UA2, j0, RHO, OM, OP, DG, k0, e0, ne, rtol, atol, FR):
-    """FR[f·_LD + e0 + t] (row f of the front's scratch) for the pairs (i, j0 + t) at k0 + t of the pair list, t < ne: the linear
-    and A parts, the ramp frame, the bound and its test, and the Price form's log-variation,
-    by the branch-free twins of the one-pair forms (the same operations on the same operands:
-    the same bits).  The stores take unsigned indices (numba's wrap-around of negative indices
-    leaves LLVM unable to bound them) into one flat array with rows of constant length
-    :data:`_LD` (one pointer group for LLVM's run-time alias checks).  Unit i is fixed and unit j runs over consecutive columns, so that every
-    load and store is contiguous (or invariant) and LLVM vectorizes the loop (AVX2/AVX-512:
-    packed vsqrtpd, vdivpd, blends; checked in tests/popdyn/test_plmoments_front.py)."""
+    """FR[f·_LD + e0 + t] (row f of the front's scratch) for the pairs (i, j0 + t) at k0 + t
+    of the pair list, t < ne: the linear and A parts, the ramp frame, the bound and its test,
+    and the Price form's log-variation, by the branch-free twins of the one-pair forms (the
+    same operations on the same operands: the same bits).  Unit i is fixed and unit j runs over
+    consecutive columns, so that every load and store is contiguous (or invariant) and LLVM
+    vectorizes the loop (AVX2/AVX-512: packed vsqrtpd, vdivpd, blends; checked in
+    tests/popdyn/test_plmoments_front.py).  The stores take unsigned indices (numba's
+    wrap-around of negative indices leaves LLVM unable to bound them) into one flat array with
+    rows of constant length :data:`_LD` (one pointer group for LLVM's run-time alias checks;
+    with one array per row the checks were too many and the loop stayed scalar)."""
     ui = (UA1[0, i], UA1[1, i], UA1[2, i], UA1[3, i], UA1[4, i], UA1[5, i], UA1[6, i],
           UA1[7, i], UA1[8, i], UA1[9, i], UA1[10, i], UA1[11, i], UA1[12, i], UA1[13, i])
     pi = UA1[14, i]
@@ -1467,7 +1479,7 @@ def _front_seg(UA1, i, UA2, j0, RHO, OM, OP, DG, k0, e0, ne, rtol, atol, FR):
 def _front_rows(UA1, UA2, I, J, RHO, OM, OP, DG, rtol, atol, FR):
     """FR[f·_LD + k] for every pair k of the list (I, J, RHO, OM, OP, DG) of :func:`_moments_list`:
     :func:`_front_seg` on its runs of consecutive pairs (i, j), (i, j + 1), … (the rows of
-    :func:`_pair_index`)."""
+    :func:`_chunk_index`)."""
     n = I.shape[0]
     k = 0
     while k < n:
@@ -1820,9 +1832,10 @@ def _list_scratch():
 
 @jit
 def _chunk_index(R, OMR, OPR, i, j, m1, m2, upper, I, J, RHO, OM, OP, DG):
-    """The next at most :data:`_CHUNK` pairs of the list of :func:`_pair_index` from the pair
-    (i, j) on, written into I, J, RHO, OM, OP, DG.  Returns (n, i, j): their number and the
-    pair after them (i = m1 at the end)."""
+    """The next at most :data:`_CHUNK` pairs of the pair list from the pair (i, j) on (the list:
+    all (i, j) row by row, or with ``upper`` (one set with itself) the pairs i ≤ j row by row,
+    the diagonal as ρ = 1 exactly, 1 − ρ = 0, 1 + ρ = 2), written into I, J, RHO, OM, OP, DG.
+    Returns (n, i, j): their number and the pair after them (i = m1 at the end)."""
     n = 0
     while i < m1 and n < _CHUNK:
         I[n] = i
@@ -1844,7 +1857,7 @@ def _chunk_index(R, OMR, OPR, i, j, m1, m2, upper, I, J, RHO, OM, OP, DG):
 @jit
 def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
                      rtol, atol, qtol, maxint, C, B, A, D):
-    """C, B, A, D of the pairs of :func:`_pair_index` (``upper``: one set with itself, pairs
+    """C, B, A, D of the pairs of :func:`_chunk_index` (``upper``: one set with itself, pairs
     i ≤ j, C_ji = C_ij etc. filled from the same evaluation) by :func:`_moments_list` on
     consecutive chunks of :data:`_CHUNK` pairs, each scattered into the outputs at once:
     the pair list and the per-pair results never exist for all pairs (at m = 256 they were
@@ -1886,7 +1899,7 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
 @jit
 def _scatter_lower(I, J, n, out, C, B, A, D, RS):
     """The lower triangle (j > i) of C, B, A, D from the chunk's n pairs (i, j), i ≤ j, of
-    :func:`_moments_chunked` (consecutive pairs of :func:`_pair_index`): row by row of the
+    :func:`_moments_chunked` (consecutive pairs of :func:`_chunk_index`): row by row of the
     outputs, each row j written at the chunk's consecutive units i (a write per pair down a
     column, 2 KiB apart at m = 256, missed the cache).  RS: scratch for the row starts."""
     nr = 0
@@ -1911,32 +1924,6 @@ def _scatter_lower(I, J, n, out, C, B, A, D, RS):
                 B[jj, ii] = out[k, 1]
                 A[jj, ii] = out[k, 3]
                 D[jj, ii] = out[k, 5]
-
-
-@jit
-def _pair_index(R, OMR, OPR, m1, m2, upper):
-    """The pair list of :func:`_moments_list`: all (i, j) (``upper`` False), or i ≤ j with the
-    diagonal as ρ = 1 exactly (``upper`` True, one set with itself).  Returns
-    (I, J, RHO, OM, OP, DG)."""
-    n = m1 * (m1 + 1) // 2 if upper else m1 * m2
-    I = np.empty(n, np.int64)
-    J = np.empty(n, np.int64)
-    RHO = np.empty(n)
-    OM = np.empty(n)
-    OP = np.empty(n)
-    DG = np.zeros(n, np.bool_)
-    k = 0
-    for i in range(m1):
-        for j in range(i if upper else 0, m2):
-            I[k] = i
-            J[k] = j
-            if upper and i == j:
-                DG[k] = True
-                RHO[k], OM[k], OP[k] = 1.0, 0.0, 2.0
-            else:
-                RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
-            k += 1
-    return I, J, RHO, OM, OP, DG
 
 
 @jit
