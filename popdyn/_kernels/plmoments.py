@@ -63,11 +63,12 @@ few anticorrelated pairs that no form above serves).  tests/popdyn/test_plmoment
 estimate against the actual error (40-digit mpmath).
 
 *Many pairs at once* (:func:`pl_self_moments`, :func:`pl_pair_moments` through
-:func:`_moments_list`, on chunks of 1024 pairs so that its scratch stays in cache): every pair
+:func:`_moments_list`, on chunks of 1024 pairs so that its scratch stays in cache,
+:func:`_moments_chunked`): every pair
 takes the evaluators above in the same order, but the three
 expensive kinds of evaluation are deferred and done for all pairs together in loops over the
-pairs that LLVM vectorizes (AVX2): the Price forms (per Gauss–Legendre rule, panels as items;
-:func:`_price_batch`), the remainder sum of Genz's |r| ≥ 0.925 rule in the closed forms
+pairs that LLVM vectorizes (AVX2/AVX-512): the Price forms (per Gauss–Legendre rule, panels
+as items; :func:`_price_batch`), the remainder sum of Genz's |r| ≥ 0.925 rule in the closed forms
 (:func:`popdyn._kernels.bvn._bvn_hi_rem_batch`), and Hh₁ of the A terms
 (:func:`popdyn._kernels.bvn.hh1_batch`), with the exponential and sine of
 :mod:`popdyn._kernels.vmath` (≤ 2 ulp, within the estimates' allowance for the exponentials).
@@ -76,12 +77,21 @@ A deferred pair whose estimate then misses the target continues exactly as the s
 (tests/popdyn/test_vmath.py, test_plmoments.py).  At m = 32 on the states of the sweep
 benchmark's trajectories the batched evaluation takes ≈ 1/1.9 of the time of the one-pair loop
 :func:`pl_self_moments_pairwise` (benchmarks/bench_pairs.py, both timed in the same run).
-The pair loop itself has no calls that take arrays (numba increfs and decrefs every array
-argument of a call atomically: ~19% of the time at m = 256 until 0.6.0, measured with perf),
-its data-dependent choices are selects (the branch-free twins ``_*_bf`` of the one-pair forms,
-bit for bit the same values: tests/popdyn/test_plmoments_front.py), and the deferred Price
-pairs carry their columns (:func:`_pc_store`) to an assembly over arrays
-(:func:`_finish_price`).
+The pair loop runs in two passes.  Its arithmetic -- the linear and A parts, the ramp frame,
+the bound and its test, the Price form's log-variation -- is one loop over the consecutive
+pairs (i, j), (i, j + 1), … of a row (:func:`_front_seg`), reading the units as a structure of
+arrays (:func:`_unit_array`) and writing one column store: LLVM vectorizes it (packed
+vsqrtpd/vdivpd; tests/popdyn/test_plmoments_front.py inspects the assembly).  Its
+data-dependent choices are selects (the branch-free twins ``_*_bf`` of the one-pair forms, bit
+for bit the same values: tests/popdyn/test_plmoments_front.py).  A scalar pass then picks each
+pair's next evaluator and fills the deferral lists; the deferred Price pairs carry their
+columns (:func:`_pc_store_a`) to an assembly over arrays (:func:`_finish_price`), and their
+node sums are one fused pass per node (:func:`_price_batch`, the exponential of
+:func:`popdyn._kernels.vmath.exp_inline`).  The chunks' pair lists, results and scratch are
+allocated once per call (:func:`_moments_chunked`) with rows not 2^k apart (:data:`_LD`).
+No call in these loops takes arrays (numba increfs and decrefs every array argument of a call
+atomically: ~19% of the time at m = 256 until 0.6.0, measured with perf).  All of it gives the
+bits of 0.6.1 (the same operations in the same order, pair by pair).
 
 *Degenerate geometry* is exact: α = 0 (constant unit), |β| > 40α (the ramp part is exactly 0 or
 exactly linear in float64: Φ(−40) underflows; h = β/α is never formed when it could overflow),
@@ -106,7 +116,7 @@ from .bvn import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _bvn_err,
                   _exponent_range, _interval_prob, _sin_small, hh1_batch, hh1_pos, mills3,
                   norm_cdf, norm_hh, norm_pdf)
 from .eft import two_prod as _two_prod
-from .vmath import exp_batch
+from .vmath import exp_inline
 from .vmath import sin_small as _sin_vec
 
 __all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments", "pl_units",
@@ -884,9 +894,9 @@ def _ramps_bound(H0x, H1x, H2x, H0y, H1y, H2y):
     """
     f = 0.5 * (1.0 + 32.0 * _EPS)
     bP = min(H0x, H0y) * f
-    bSij = min(math.sqrt(2.0 * H0x * H2y), H1y) * f
-    bSji = min(math.sqrt(2.0 * H0y * H2x), H1x) * f
-    bR = 2.0 * math.sqrt(H2x * H2y) * f
+    bSij = min(np.sqrt(2.0 * H0x * H2y), H1y) * f
+    bSji = min(np.sqrt(2.0 * H0y * H2x), H1x) * f
+    bR = 2.0 * np.sqrt(H2x * H2y) * f
     return bP, bSij, bSji, bR, bP, bSij, bSji, bR
 
 
@@ -1020,6 +1030,19 @@ def _cond_parts_bf(p, q, b, ah, rho, omr, opr, tau):
 def _linear_parts_bf(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
     """:func:`_pair_linear_parts` by selects: (C, B, Dij, Dji, fij, bij, cij, wij, fji, bji,
     cji, wji)."""
+    (C, B, Dij, Dji, f1, b1, c1, w1, f2, b2, c2, w2,
+     ui_, uj_) = _linear_parts_raw(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag)
+    return (C, B, Dij, Dji,
+            f1 if ui_ else 0.0, b1 if ui_ else 0.0, c1 if ui_ else 0.0, w1 if ui_ else 0.0,
+            f2 if uj_ else 0.0, b2 if uj_ else 0.0, c2 if uj_ else 0.0, w2 if uj_ else 0.0)
+
+
+@jit(inline="always", error_model="numpy")
+def _linear_parts_raw(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, diag):
+    """:func:`_linear_parts_bf` before its last selects: the A parts of both sides
+    (f, base, coef, w) unmasked and the two masks (whether each A term is formed), so that the
+    vectorized front (:func:`_front_seg`) stores them and the scalar pass selects (numba emits
+    the eight selects on two conditions as branches, which stop LLVM's vectorizer)."""
     Pi, Qi, si, xi, pdi, H0i, H1i, H2i, phi_, mu0i, mu1i, mu2i, r0i, r1i = ui
     Pj, Qj, sj, xj, pdj, H0j, H1j, H2j, phj, mu0j, mu1j, mu2j, r0j, r1j = uj
     C0 = Qi * (bei * mu0j + ali * alj * rho * mu1j)
@@ -1035,16 +1058,14 @@ def _linear_parts_bf(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, 
     B = B1 if nli else B0
     Dij = Dij1 if nli else Dij0
     Dji = Dji1 if Pj != 0.0 else Dji0
-    sg = math.sqrt(omr * opr)
+    sg = np.sqrt(omr * opr)
     ui_ = (pdi != 0.0) & (not diag)
     uj_ = (pdj != 0.0) & (not diag)
     b1, c1, w1 = _cond_parts_bf(pj, qj, bej, alj * si * xi, rho, omr, opr, alj * sg)
     b2, c2, w2 = _cond_parts_bf(pi, qi, bei, ali * sj * xj, rho, omr, opr, ali * sg)
     f1 = pdi * phi_
     f2 = pdj * phj
-    return (C, B, Dij, Dji,
-            f1 if ui_ else 0.0, b1 if ui_ else 0.0, c1 if ui_ else 0.0, w1 if ui_ else 0.0,
-            f2 if uj_ else 0.0, b2 if uj_ else 0.0, c2 if uj_ else 0.0, w2 if uj_ else 0.0)
+    return C, B, Dij, Dji, f1, b1, c1, w1, f2, b2, c2, w2, ui_, uj_
 
 
 @jit(inline="always")
@@ -1194,80 +1215,75 @@ def _pair_moments(ui, pi, qi, ali, bei, uj, pj, qj, alj, bej, rho, omr, opr, dia
 
 
 # ------------------------------------------------------------------ many pairs at once
+#: items per block of :func:`_price_batch` (its scratch rows; not 2^k apart, see :data:`_LD`)
+_PB = 256
+_PBL = _PB + 8
+
+
 @jit(error_model="numpy")
 def _price_batch(GU, GW, x, y, rt, a0, pw, out):
     """out[p, :] = the 7 sums of :func:`_price_sum` (GU, GW; x[p], y[p], rt[p], a0[p], pw[p]) for
     all p: the same operations in the same order, with the sine in Estrin's
-    form (:func:`popdyn._kernels.vmath.sin_small`) and the exponentials of
-    :func:`popdyn._kernels.vmath.exp_batch` (each within 2 ulp).
+    form (:func:`popdyn._kernels.vmath.sin_small`) and the exponential of
+    :func:`popdyn._kernels.vmath.exp_inline` (within 2 ulp; the bits of ``exp_batch``).
 
-    Written as short loops over the pairs, each storing into one array, so that LLVM
-    vectorizes them (its run-time alias checks are few); ``error_model="numpy"`` removes the
-    zero-division branch (1 − t² ≥ 0.14 here)."""
+    One pass per node over a block of :data:`_PB` items (sine, exponent, exponential and the
+    six sums fused; until 0.6.1 about fifteen passes over node × item arrays, and the
+    exponentials in three): the items' inputs and the sums are rows of two flat arrays with
+    rows of constant length, so that LLVM's run-time alias checks are two and it vectorizes
+    the pass; ``error_model="numpy"`` removes the zero-division branch (1 − t² ≥ 0.14 here)."""
     n = x.shape[0]
     nn = GU.shape[0]
-    T = np.empty((nn, n))
-    IC = np.empty((nn, n))
-    G = np.empty((nn, n))
-    dd = np.empty(n)
-    axy = np.empty(n)
-    sg = np.empty(n)
-    for p in range(n):
-        dd[p], axy[p], sg[p] = _price_num_coeffs(x[p], y[p])
-    for k in range(nn):
-        u = GU[k]
-        Tk = T[k]
-        ICk = IC[k]
-        Gk = G[k]
-        for p in range(n):
-            Tk[p] = _sin_vec(a0[p] + pw[p] * u)
-        for p in range(n):
-            ICk[p] = 1.0 / ((1.0 - Tk[p]) * (1.0 + Tk[p]))
-        for p in range(n):
-            Gk[p] = _price_num(dd[p], axy[p], sg[p], Tk[p]) * ICk[p]
-    Gf = G.reshape(nn * n)
-    exp_batch(Gf, Gf)
-    S = np.zeros((7, n))
-    g = np.empty(n)
-    gd = np.empty(n)
-    uu = np.empty(n)
-    vv = np.empty(n)
-    s0 = S[0]
-    s1 = S[1]
-    s2 = S[2]
-    s3 = S[3]
-    s5 = S[5]
-    s6 = S[6]
-    for k in range(nn):
-        w = GW[k]
-        Tk = T[k]
-        ICk = IC[k]
-        Gk = G[k]
-        for p in range(n):
-            g[p] = w * Gk[p]
-        for p in range(n):
-            gd[p] = g[p] * (rt[p] - Tk[p])
-        for p in range(n):
-            uu[p] = (x[p] - Tk[p] * y[p]) * ICk[p]
-        for p in range(n):
-            vv[p] = (y[p] - Tk[p] * x[p]) * ICk[p]
-        # two accumulators per loop: few enough run-time alias checks for LLVM to vectorize
-        for p in range(n):
-            s0[p] += g[p]
-            s1[p] += gd[p]
-        for p in range(n):
-            s2[p] += gd[p] * uu[p]
-            s3[p] += gd[p] * vv[p]
-        for p in range(n):
-            s5[p] += abs(gd[p]) * abs(uu[p])
-            s6[p] += abs(gd[p]) * abs(vv[p])
-    # Σ|gd| = |Σ gd|: every node t lies between 0 and rt, so all gd share rt's sign (and a sum
-    # of terms of one sign rounds symmetrically)
-    for p in range(n):
-        S[4, p] = abs(s1[p])
-    for p in range(n):
-        for c in range(7):
-            out[p, c] = S[c, p]
+    IN = np.empty(8 * _PBL)     # x, y, r̃, a0, pw, d, |xy|, s of the block's items
+    S = np.empty(7 * _PBL)      # the sums
+    for p0 in range(0, n, _PB):
+        nb = min(_PB, n - p0)
+        for p in range(nb):
+            q = p0 + p
+            IN[p] = x[q]
+            IN[_PBL + p] = y[q]
+            IN[2 * _PBL + p] = rt[q]
+            IN[3 * _PBL + p] = a0[q]
+            IN[4 * _PBL + p] = pw[q]
+            dd, axy, sg = _price_num_coeffs(x[q], y[q])
+            IN[5 * _PBL + p] = dd
+            IN[6 * _PBL + p] = axy
+            IN[7 * _PBL + p] = sg
+        for p in range(7 * _PBL):
+            S[p] = 0.0
+        for k in range(nn):
+            _price_node(GU[k], GW[k], nb, IN, S)
+        # Σ|gd| = |Σ gd|: every node t lies between 0 and rt, so all gd share rt's sign (and a
+        # sum of terms of one sign rounds symmetrically)
+        for p in range(nb):
+            S[4 * _PBL + p] = abs(S[_PBL + p])
+        for p in range(nb):
+            for c in range(7):
+                out[p0 + p, c] = S[c * _PBL + p]
+
+
+@jit(inline="always", error_model="numpy")
+def _price_node(u, w, nb, IN, S):
+    """The terms of node (u, w) of :func:`_price_batch` added to the sums S of its block, in
+    the order of :func:`_price_sum` (unsigned indices: no wrap-around, which would keep LLVM
+    from bounding the accesses)."""
+    for p in range(nb):
+        i = np.uint64(p)
+        xp = IN[i]
+        yp = IN[_PBL + i]
+        t = _sin_vec(IN[3 * _PBL + i] + IN[4 * _PBL + i] * u)
+        ic = 1.0 / ((1.0 - t) * (1.0 + t))
+        g = w * exp_inline(_price_num(IN[5 * _PBL + i], IN[6 * _PBL + i], IN[7 * _PBL + i], t)
+                           * ic)
+        gd = g * (IN[2 * _PBL + i] - t)
+        uu = (xp - t * yp) * ic
+        vv = (yp - t * xp) * ic
+        S[i] += g
+        S[_PBL + i] += gd
+        S[2 * _PBL + i] += gd * uu
+        S[3 * _PBL + i] += gd * vv
+        S[5 * _PBL + i] += abs(gd) * abs(uu)
+        S[6 * _PBL + i] += abs(gd) * abs(vv)
 
 
 @jit(inline="always")
@@ -1357,9 +1373,128 @@ def _finish_direct(U1, al1, U2, al2, I, J, RHO, OM, OP, DG, HK, rtol, atol, out,
     return nr
 
 
+# rows of the front's scratch FR of :func:`_moments_list` (:func:`_front_seg`): the linear parts
+# and A parts (:func:`_linear_parts_bf`), the ramp frame (:func:`_ramp_frame_bf`), the bound's
+# values (:func:`_ramps_bound`; its estimates equal them), the bound's test
+# (:func:`_ramps_need_bf`, 1.0 or 0.0), the Price form's log-variation (:func:`_price_logvar_bf`),
+# and the masks of the A parts (:func:`_linear_parts_raw`, 1.0 or 0.0; the A parts unmasked)
+(_FR_C, _FR_B, _FR_DIJ, _FR_DJI, _FR_FIJ, _FR_BIJ, _FR_CIJ, _FR_WIJ, _FR_FJI, _FR_BJI, _FR_CJI,
+ _FR_WJI, _FR_RT, _FR_OM, _FR_OP, _FR_FC, _FR_FB, _FR_FDIJ, _FR_FDJI, _FR_BP, _FR_BSIJ, _FR_BSJI,
+ _FR_BR, _FR_NEED, _FR_V, _FR_EMIN, _FR_MIJ, _FR_MJI) = range(28)
+_FR_N = 28
+# rows of the units' structure of arrays UA (:func:`_unit_array`): the 14 fields of
+# :func:`_unit`, then p, q, α, β
+_UA_N = 18
+
+
+@jit
+def _unit_array(U, p, q, al, be):
+    """UA[f, j]: field f of unit j's canonical form U[j] (:func:`_unit`, f < 14), and
+    p, q, α, β in rows 14–17: the structure of arrays the vectorized front reads
+    (:func:`_front_seg`)."""
+    m = al.shape[0]
+    UA = np.empty((_UA_N, m + 8))     # rows not 2^k apart (cache sets: see _LD)
+    for j in range(m):
+        u = U[j]
+        for f in range(14):
+            UA[f, j] = u[f]
+        UA[14, j] = p[j]
+        UA[15, j] = q[j]
+        UA[16, j] = al[j]
+        UA[17, j] = be[j]
+    return UA
+
+
 @jit(error_model="numpy")
-def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
-                  rtol, atol, qtol, maxint, out):
+def _front_seg(UA1, i, UA2, j0, RHO, OM, OP, DG, k0, e0, ne, rtol, atol, FR):
+    """FR[f·_LD + e0 + t] (row f of the front's scratch) for the pairs (i, j0 + t) at k0 + t
+    of the pair list, t < ne: the linear and A parts, the ramp frame, the bound and its test,
+    and the Price form's log-variation, by the branch-free twins of the one-pair forms (the
+    same operations on the same operands: the same bits).  Unit i is fixed and unit j runs over
+    consecutive columns, so that every load and store is contiguous (or invariant) and LLVM
+    vectorizes the loop (AVX2/AVX-512: packed vsqrtpd, vdivpd, blends; checked in
+    tests/popdyn/test_plmoments_front.py).  The stores take unsigned indices (numba's
+    wrap-around of negative indices leaves LLVM unable to bound them) into one flat array with
+    rows of constant length :data:`_LD` (one pointer group for LLVM's run-time alias checks;
+    with one array per row the checks were too many and the loop stayed scalar)."""
+    ui = (UA1[0, i], UA1[1, i], UA1[2, i], UA1[3, i], UA1[4, i], UA1[5, i], UA1[6, i],
+          UA1[7, i], UA1[8, i], UA1[9, i], UA1[10, i], UA1[11, i], UA1[12, i], UA1[13, i])
+    pi = UA1[14, i]
+    qi = UA1[15, i]
+    ali = UA1[16, i]
+    bei = UA1[17, i]
+    for t in range(ne):
+        j = j0 + t
+        k = k0 + t
+        e = e0 + t
+        uj = (UA2[0, j], UA2[1, j], UA2[2, j], UA2[3, j], UA2[4, j], UA2[5, j], UA2[6, j],
+              UA2[7, j], UA2[8, j], UA2[9, j], UA2[10, j], UA2[11, j], UA2[12, j], UA2[13, j])
+        alj = UA2[16, j]
+        rho = RHO[k]
+        omr = OM[k]
+        opr = OP[k]
+        diag = DG[k]
+        (c, b, dij, dji, fij, bij, cij, wij, fji, bji, cji, wji,
+         mij, mji) = _linear_parts_raw(ui, pi, qi, ali, bei,
+                                       uj, UA2[14, j], UA2[15, j], alj, UA2[17, j],
+                                       rho, omr, opr, diag)
+        rt, om, op, fC, fB, fDij, fDji = _ramp_frame_bf(ui[0], ui[2], uj[0], uj[2],
+                                                        ali, alj, rho, omr, opr, diag)
+        (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(ui[5], ui[6], ui[7],
+                                                            uj[5], uj[6], uj[7])
+        need = _ramps_need_bf(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
+                              eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+        V, emin = _price_logvar_bf(ui[3], uj[3], rt)
+        FR[np.uint64(_FR_C * _LD + e)] = c
+        FR[np.uint64(_FR_B * _LD + e)] = b
+        FR[np.uint64(_FR_DIJ * _LD + e)] = dij
+        FR[np.uint64(_FR_DJI * _LD + e)] = dji
+        FR[np.uint64(_FR_FIJ * _LD + e)] = fij
+        FR[np.uint64(_FR_BIJ * _LD + e)] = bij
+        FR[np.uint64(_FR_CIJ * _LD + e)] = cij
+        FR[np.uint64(_FR_WIJ * _LD + e)] = wij
+        FR[np.uint64(_FR_FJI * _LD + e)] = fji
+        FR[np.uint64(_FR_BJI * _LD + e)] = bji
+        FR[np.uint64(_FR_CJI * _LD + e)] = cji
+        FR[np.uint64(_FR_WJI * _LD + e)] = wji
+        FR[np.uint64(_FR_RT * _LD + e)] = rt
+        FR[np.uint64(_FR_OM * _LD + e)] = om
+        FR[np.uint64(_FR_OP * _LD + e)] = op
+        FR[np.uint64(_FR_FC * _LD + e)] = fC
+        FR[np.uint64(_FR_FB * _LD + e)] = fB
+        FR[np.uint64(_FR_FDIJ * _LD + e)] = fDij
+        FR[np.uint64(_FR_FDJI * _LD + e)] = fDji
+        FR[np.uint64(_FR_BP * _LD + e)] = P
+        FR[np.uint64(_FR_BSIJ * _LD + e)] = Sij
+        FR[np.uint64(_FR_BSJI * _LD + e)] = Sji
+        FR[np.uint64(_FR_BR * _LD + e)] = R
+        FR[np.uint64(_FR_NEED * _LD + e)] = 1.0 if need else 0.0
+        FR[np.uint64(_FR_V * _LD + e)] = V
+        FR[np.uint64(_FR_EMIN * _LD + e)] = emin
+        FR[np.uint64(_FR_MIJ * _LD + e)] = 1.0 if mij else 0.0
+        FR[np.uint64(_FR_MJI * _LD + e)] = 1.0 if mji else 0.0
+
+
+@jit
+def _front_rows(UA1, UA2, I, J, RHO, OM, OP, DG, rtol, atol, FR):
+    """FR[f·_LD + k] for every pair k of the list (I, J, RHO, OM, OP, DG) of :func:`_moments_list`:
+    :func:`_front_seg` on its runs of consecutive pairs (i, j), (i, j + 1), … (the rows of
+    :func:`_chunk_index`)."""
+    n = I.shape[0]
+    k = 0
+    while k < n:
+        i = I[k]
+        j0 = J[k]
+        e = k + 1
+        while e < n and I[e] == i and J[e] == J[e - 1] + 1:
+            e += 1
+        _front_seg(UA1, i, UA2, j0, RHO, OM, OP, DG, k, k, e - k, rtol, atol, FR)
+        k = e
+
+
+@jit(error_model="numpy")
+def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I, J, RHO, OM, OP,
+                  DG, rtol, atol, qtol, maxint, out, WS, WI, WB):
     """:func:`_pair_moments` for the pairs (U1[I[k]], U2[J[k]]) with ρ, 1 − ρ, 1 + ρ, diag =
     RHO[k], OM[k], OP[k], DG[k]; out[k] = (C, B, Aij, Aji, Dij, Dji).
 
@@ -1371,39 +1506,54 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
     :func:`_pair_moments` (closed forms if not yet tried, then :func:`_ramps_rest_after_direct`),
     from one call site.
     """
-    n = I.shape[0]
+    n = I.shape[0]                     # ≤ _CHUNK
+    # the scratch, views of the workspaces WS, WI, WB of :func:`_list_scratch` (allocated once
+    # per call of :func:`_moments_chunked`: fresh arrays of this size per chunk were returned
+    # to the system and faulted in again)
+    ch = _LD
     nd = 0
-    DK = np.empty(n, np.int64)
-    X = np.empty(n)
-    Y = np.empty(n)
-    RT = np.empty(n)
-    ASR = np.empty(n)
-    EMIN = np.empty(n)
-    RULE = np.empty(n, np.int64)
-    NPAN = np.empty(n, np.int64)
-    PC = np.empty((_PC_N, n))          # their columns for the Price form's assembly (_pc_store)
+    DK = WI[0:ch]                      # pairs deferred to the Price form
+    RULE = WI[ch:2 * ch]
+    NPAN = WI[2 * ch:3 * ch]
+    X = WS[0:ch]
+    Y = WS[ch:2 * ch]
+    RT = WS[2 * ch:3 * ch]
+    ASR = WS[3 * ch:4 * ch]
+    EMIN = WS[4 * ch:5 * ch]
+    PC = WS[5 * ch:(5 + _PC_N) * ch].reshape((_PC_N, ch))   # their columns (_pc_store)
     nh = 0
-    HK = np.empty(n, np.int64)         # deferred closed forms at |r̃| ≥ 0.925
+    HK = WI[3 * ch:4 * ch]             # deferred closed forms at |r̃| ≥ 0.925
     nr = 0
-    RK = np.empty(n, np.int64)         # the rest list: pairs whose estimate misses the target
-    RV = np.empty((n, 8))
-    RD = np.empty(n, np.bool_)
+    RK = WI[4 * ch:5 * ch]             # the rest list: pairs whose estimate misses the target
+    RV = WS[23 * ch:31 * ch].reshape((ch, 8))
+    RD = WB[0:ch]
     na = 0
-    AK = np.empty(2 * n, np.int64)     # deferred Hh₁ of the A terms: out[k, 2 + side]
-    AW = np.empty(2 * n)
-    AF = np.empty(2 * n)
-    AB = np.empty(2 * n)
-    AC = np.empty(2 * n)
+    AK = WI[5 * ch:7 * ch]             # deferred Hh₁ of the A terms: out[k, 2 + side]
+    AW = WS[31 * ch:33 * ch]
+    AF = WS[33 * ch:35 * ch]
+    AB = WS[35 * ch:37 * ch]
+    AC = WS[37 * ch:39 * ch]
+    # the front in two passes: the arithmetic of every pair, vectorized over row segments
+    # (:func:`_front_rows`), then the choice of the next evaluator and the deferral lists
+    FR = WS[39 * ch:(39 + _FR_N) * ch]
+    _front_rows(UA1, UA2, I, J, RHO, OM, OP, DG, rtol, atol, FR)
     for k in range(n):
         i = I[k]
         j = J[k]
-        ui = U1[i]
-        uj = U2[j]
-        rho, omr, opr, diag = RHO[k], OM[k], OP[k], DG[k]
-        (c, b, dij, dji, fij, bij, cij, wij,
-         fji, bji, cji, wji) = _linear_parts_bf(ui, p1[i], q1[i], al1[i], be1[i],
-                                                uj, p2[j], q2[j], al2[j], be2[j],
-                                                rho, omr, opr, diag)
+        c = FR[_FR_C * _LD + k]
+        b = FR[_FR_B * _LD + k]
+        dij = FR[_FR_DIJ * _LD + k]
+        dji = FR[_FR_DJI * _LD + k]
+        mij = FR[_FR_MIJ * _LD + k] != 0.0
+        mji = FR[_FR_MJI * _LD + k] != 0.0
+        fij = FR[_FR_FIJ * _LD + k] if mij else 0.0
+        bij = FR[_FR_BIJ * _LD + k] if mij else 0.0
+        cij = FR[_FR_CIJ * _LD + k] if mij else 0.0
+        wij = FR[_FR_WIJ * _LD + k] if mij else 0.0
+        fji = FR[_FR_FJI * _LD + k] if mji else 0.0
+        bji = FR[_FR_BJI * _LD + k] if mji else 0.0
+        cji = FR[_FR_CJI * _LD + k] if mji else 0.0
+        wji = FR[_FR_WJI * _LD + k] if mji else 0.0
         # A = f·base, or f·(base + coef·Hh₁(w)) with Hh₁ deferred (stored at na, kept if coef ≠ 0)
         aij = fij * bij
         aji = fji * bji
@@ -1419,45 +1569,49 @@ def _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP,
         AB[na] = bji
         AC[na] = cji
         na += cji != 0.0
-        if ui[0] != 0.0 and uj[0] != 0.0:
-            rt, om, op, fC, fB, fDij, fDji = _ramp_frame_bf(ui[0], ui[2], uj[0], uj[2],
-                                                            al1[i], al2[j], rho, omr, opr, diag)
-            (P, Sij, Sji, R, eP, eSij, eSji, eR) = _ramps_bound(ui[5], ui[6], ui[7],
-                                                                uj[5], uj[6], uj[7])
-            need = _ramps_need_bf(fC, fB, fDij, fDji, c, b, dij, dji, P, Sij, Sji, R,
-                                  eP, eSij, eSji, eR, ui[12], uj[12], ui[13], uj[13], rtol, atol)
+        if UA1[0, i] != 0.0 and UA2[0, j] != 0.0:
+            rt = FR[_FR_RT * _LD + k]
+            om = FR[_FR_OM * _LD + k]
+            op = FR[_FR_OP * _LD + k]
+            need = FR[_FR_NEED * _LD + k] != 0.0
             deferred = False
             if need and om > 1.0 - _PRICE_RMAX and op > 1.0 - _PRICE_RMAX:
-                V, emin = _price_logvar_bf(ui[3], uj[3], rt)
+                V = FR[_FR_V * _LD + k]
                 deferred = True
+                xi = UA1[3, i]
+                xj = UA2[3, j]
                 DK[nd] = k
-                X[nd] = ui[3]
-                Y[nd] = uj[3]
+                X[nd] = xi
+                Y[nd] = xj
                 RT[nd] = rt
                 ASR[nd] = math.asin(rt)
-                EMIN[nd] = emin
+                EMIN[nd] = FR[_FR_EMIN * _LD + k]
                 if V <= 8.0:
-                    RULE[nd] = _price_rule(ui[3], uj[3], rt, V)
+                    RULE[nd] = _price_rule(xi, xj, rt, V)
                     NPAN[nd] = 1
                 else:       # 20 points on ⌈V/8⌉ panels (:func:`_price_panels`)
                     RULE[nd] = 3
                     NPAN[nd] = int(V / 8.0) + 1
-                _pc_store(PC, nd, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji)
+                _pc_store_a(PC, nd, UA1, i, UA2, j, FR, k)
                 nd += 1
             if (not deferred and need and om > 0.0 and op > 0.0
-                    and _bvn_hi_case(-ui[3], -uj[3], rt, om, op)):
+                    and _bvn_hi_case(-UA1[3, i], -UA2[3, j], rt, om, op)):
                 # closed forms with Genz's |r| ≥ 0.925 Φ₂: its remainder sum is batched
                 deferred = True
                 HK[nh] = k
                 nh += 1
+            P = FR[_FR_BP * _LD + k]
+            Sij = FR[_FR_BSIJ * _LD + k]
+            Sji = FR[_FR_BSJI * _LD + k]
+            R = FR[_FR_BR * _LD + k]
             if not deferred and need:
-                nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, eP, eSij, eSji, eR, False)
+                nr = _rest_push(RK, RV, RD, nr, k, P, Sij, Sji, R, P, Sij, Sji, R, False)
                 deferred = True
             if not deferred:
-                c += fC * R
-                b += fB * P
-                dij += fDij * Sij
-                dji += fDji * Sji
+                c += FR[_FR_FC * _LD + k] * R
+                b += FR[_FR_FB * _LD + k] * P
+                dij += FR[_FR_FDIJ * _LD + k] * Sij
+                dji += FR[_FR_FDJI * _LD + k] * Sji
         out[k, 0] = c
         out[k, 1] = b
         out[k, 2] = aij
@@ -1521,6 +1675,30 @@ def _pc_store(PC, d, ui, uj, fC, fB, fDij, fDji, c, b, dij, dji):
     PC[_PC_R0J, d] = uj[12]
     PC[_PC_R1I, d] = ui[13]
     PC[_PC_R1J, d] = uj[13]
+
+
+@jit(inline="always")
+def _pc_store_a(PC, d, UA1, i, UA2, j, FR, k):
+    """:func:`_pc_store` from the units' arrays (:func:`_unit_array`) and the front's scratch
+    FR (:func:`_front_seg`) of pair k = (i, j)."""
+    PC[_PC_PHX, d] = UA1[8, i]
+    PC[_PC_PHY, d] = UA2[8, j]
+    PC[_PC_H0X, d] = UA1[5, i]
+    PC[_PC_H1X, d] = UA1[6, i]
+    PC[_PC_H0Y, d] = UA2[5, j]
+    PC[_PC_H1Y, d] = UA2[6, j]
+    PC[_PC_FC, d] = FR[_FR_FC * _LD + k]
+    PC[_PC_FB, d] = FR[_FR_FB * _LD + k]
+    PC[_PC_FDIJ, d] = FR[_FR_FDIJ * _LD + k]
+    PC[_PC_FDJI, d] = FR[_FR_FDJI * _LD + k]
+    PC[_PC_C, d] = FR[_FR_C * _LD + k]
+    PC[_PC_B, d] = FR[_FR_B * _LD + k]
+    PC[_PC_DIJ, d] = FR[_FR_DIJ * _LD + k]
+    PC[_PC_DJI, d] = FR[_FR_DJI * _LD + k]
+    PC[_PC_R0I, d] = UA1[12, i]
+    PC[_PC_R0J, d] = UA2[12, j]
+    PC[_PC_R1I, d] = UA1[13, i]
+    PC[_PC_R1J, d] = UA2[13, j]
 
 
 @jit(error_model="numpy")
@@ -1611,7 +1789,7 @@ def _finish_price(DK, X, Y, RT, ASR, EMIN, RULE, NPAN, PC, rtol, atol, out, RK, 
         V8[5, d] = eSij
         V8[6, d] = eSji
         V8[7, d] = eR
-        NEED[d] = _ramps_need(PC[_PC_FC, d], PC[_PC_FB, d], PC[_PC_FDIJ, d], PC[_PC_FDJI, d],
+        NEED[d] = _ramps_need_bf(PC[_PC_FC, d], PC[_PC_FB, d], PC[_PC_FDIJ, d], PC[_PC_FDJI, d],
                               PC[_PC_C, d], PC[_PC_B, d], PC[_PC_DIJ, d], PC[_PC_DJI, d],
                               P, Sij, Sji, R, eP, eSij, eSji, eR,
                               PC[_PC_R0I, d], PC[_PC_R0J, d], PC[_PC_R1I, d], PC[_PC_R1J, d],
@@ -1632,49 +1810,120 @@ def _finish_price(DK, X, Y, RT, ASR, EMIN, RULE, NPAN, PC, rtol, atol, out, RK, 
     return nr
 
 
-#: pairs per call of :func:`_moments_list` (its scratch, ~40 doubles a pair, then stays in the
+#: pairs per call of :func:`_moments_list` (its scratch, ~70 doubles a pair, then stays in the
 #: L2 cache and is reused instead of being faulted in afresh: 1.8× faster at m = 256, the
 #: same bits -- every evaluation is per pair)
 _CHUNK = 1024
+#: the row length of the scratch of :func:`_moments_list` (rows of one column store per
+#: quantity): _CHUNK + 8, not 2¹⁰ -- rows 8 KiB apart all map to the same sets of the L1 cache,
+#: and the 18 streams of the Price pairs' columns (:func:`_pc_store`) then thrashed it (~110 ns
+#: a pair until 0.6.1)
+_LD = _CHUNK + 8
 
 
 @jit
-def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
-                     rtol, atol, qtol, maxint, out):
-    """:func:`_moments_list` on consecutive chunks of :data:`_CHUNK` pairs (identical results:
-    the batched evaluations act pair by pair)."""
-    n = I.shape[0]
-    for k0 in range(0, n, _CHUNK):
-        k1 = min(n, k0 + _CHUNK)
-        _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I[k0:k1], J[k0:k1],
-                      RHO[k0:k1], OM[k0:k1], OP[k0:k1], DG[k0:k1], rtol, atol, qtol, maxint,
-                      out[k0:k1])
+def _list_scratch():
+    """The workspaces (float64, int64, bool) of :func:`_moments_list` for chunks of at most
+    :data:`_CHUNK` pairs (its deferral lists, the Price pairs' columns, the rest list, the
+    front's scratch)."""
+    return (np.empty((39 + _FR_N) * _LD), np.empty(7 * _LD, np.int64),
+            np.empty(_LD, np.bool_))
 
 
 @jit
-def _pair_index(R, OMR, OPR, m1, m2, upper):
-    """The pair list of :func:`_moments_list`: all (i, j) (``upper`` False), or i ≤ j with the
-    diagonal as ρ = 1 exactly (``upper`` True, one set with itself).  Returns
-    (I, J, RHO, OM, OP, DG)."""
-    n = m1 * (m1 + 1) // 2 if upper else m1 * m2
-    I = np.empty(n, np.int64)
-    J = np.empty(n, np.int64)
-    RHO = np.empty(n)
-    OM = np.empty(n)
-    OP = np.empty(n)
-    DG = np.zeros(n, np.bool_)
-    k = 0
-    for i in range(m1):
-        for j in range(i if upper else 0, m2):
-            I[k] = i
-            J[k] = j
-            if upper and i == j:
-                DG[k] = True
-                RHO[k], OM[k], OP[k] = 1.0, 0.0, 2.0
-            else:
-                RHO[k], OM[k], OP[k] = R[i, j], OMR[i, j], OPR[i, j]
-            k += 1
-    return I, J, RHO, OM, OP, DG
+def _chunk_index(R, OMR, OPR, i, j, m1, m2, upper, I, J, RHO, OM, OP, DG):
+    """The next at most :data:`_CHUNK` pairs of the pair list from the pair (i, j) on (the list:
+    all (i, j) row by row, or with ``upper`` (one set with itself) the pairs i ≤ j row by row,
+    the diagonal as ρ = 1 exactly, 1 − ρ = 0, 1 + ρ = 2), written into I, J, RHO, OM, OP, DG.
+    Returns (n, i, j): their number and the pair after them (i = m1 at the end)."""
+    n = 0
+    while i < m1 and n < _CHUNK:
+        I[n] = i
+        J[n] = j
+        if upper and i == j:
+            DG[n] = True
+            RHO[n], OM[n], OP[n] = 1.0, 0.0, 2.0
+        else:
+            DG[n] = False
+            RHO[n], OM[n], OP[n] = R[i, j], OMR[i, j], OPR[i, j]
+        n += 1
+        j += 1
+        if j == m2:
+            i += 1
+            j = i if upper else 0
+    return n, i, j
+
+
+@jit
+def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
+                     rtol, atol, qtol, maxint, C, B, A, D):
+    """C, B, A, D of the pairs of :func:`_chunk_index` (``upper``: one set with itself, pairs
+    i ≤ j, C_ji = C_ij etc. filled from the same evaluation) by :func:`_moments_list` on
+    consecutive chunks of :data:`_CHUNK` pairs, each scattered into the outputs at once:
+    the pair list and the per-pair results never exist for all pairs (at m = 256 they were
+    ~3 MB a call, allocated afresh and faulted in page by page: ~10 % of the step in the
+    kernel).  Identical results: the evaluations act pair by pair."""
+    m1 = al1.shape[0]
+    m2 = al2.shape[0]
+    if m1 == 0 or m2 == 0:
+        return
+    UA1 = _unit_array(U1, p1, q1, al1, be1)
+    UA2 = _unit_array(U2, p2, q2, al2, be2)
+    WS, WI, WB = _list_scratch()
+    I = np.empty(_CHUNK, np.int64)
+    J = np.empty(_CHUNK, np.int64)
+    RHO = np.empty(_CHUNK)
+    OM = np.empty(_CHUNK)
+    OP = np.empty(_CHUNK)
+    DG = np.empty(_CHUNK, np.bool_)
+    out = np.empty((_CHUNK, 6))
+    RS = np.empty(_CHUNK + 1, np.int64)
+    i = 0
+    j = 0
+    while i < m1:
+        n, i, j = _chunk_index(R, OMR, OPR, i, j, m1, m2, upper, I, J, RHO, OM, OP, DG)
+        _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
+                      RHO[:n], OM[:n], OP[:n], DG[:n], rtol, atol, qtol, maxint, out[:n],
+                      WS, WI, WB)
+        for k in range(n):
+            ii = I[k]
+            jj = J[k]
+            C[ii, jj] = out[k, 0]
+            B[ii, jj] = out[k, 1]
+            A[ii, jj] = out[k, 2]
+            D[ii, jj] = out[k, 4]
+        if upper:
+            _scatter_lower(I, J, n, out, C, B, A, D, RS)
+
+
+@jit
+def _scatter_lower(I, J, n, out, C, B, A, D, RS):
+    """The lower triangle (j > i) of C, B, A, D from the chunk's n pairs (i, j), i ≤ j, of
+    :func:`_moments_chunked` (consecutive pairs of :func:`_chunk_index`): row by row of the
+    outputs, each row j written at the chunk's consecutive units i (a write per pair down a
+    column, 2 KiB apart at m = 256, missed the cache).  RS: scratch for the row starts."""
+    nr = 0
+    for k in range(n):
+        if k == 0 or I[k] != I[k - 1]:
+            RS[nr] = k
+            nr += 1
+    RS[nr] = n
+    j0 = J[0]
+    for k in range(n):
+        j0 = min(j0, J[k])
+    j1 = J[RS[0]]
+    for k in range(n):
+        j1 = max(j1, J[k])
+    for jj in range(j0, j1 + 1):
+        for r in range(nr):
+            ka = RS[r]
+            ii = I[ka]
+            k = ka + (jj - J[ka])
+            if jj > ii and jj >= J[ka] and k < RS[r + 1]:
+                C[jj, ii] = out[k, 0]
+                B[jj, ii] = out[k, 1]
+                A[jj, ii] = out[k, 3]
+                D[jj, ii] = out[k, 5]
 
 
 @jit
@@ -1714,20 +1963,8 @@ def pl_pair_moments_units(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OP
     if _ac.bias_free(be1, al1, be2, al2):
         _ac.pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D)
         return
-    m1 = al1.shape[0]
-    m2 = al2.shape[0]
-    I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m1, m2, False)
-    n = I.shape[0]
-    out = np.empty((n, 6))
-    _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, I, J, RHO, OM, OP, DG,
-                     rtol, atol, qtol, maxint, out)
-    for k in range(n):
-        i = I[k]
-        j = J[k]
-        C[i, j] = out[k, 0]
-        B[i, j] = out[k, 1]
-        A[i, j] = out[k, 2]
-        D[i, j] = out[k, 4]
+    _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, False,
+                     rtol, atol, qtol, maxint, C, B, A, D)
 
 
 @jit
@@ -1780,38 +2017,5 @@ def pl_self_moments_units(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, 
     if _ac.bias_free(be, al, be, al):
         _ac.self_moments(p, q, al, R, OMR, OPR, C, B, A, D)
         return
-    m = al.shape[0]
-    I, J, RHO, OM, OP, DG = _pair_index(R, OMR, OPR, m, m, True)
-    n = I.shape[0]
-    out = np.empty((n, 6))
-    _moments_chunked(U, p, q, al, be, U, p, q, al, be, I, J, RHO, OM, OP, DG,
-                     rtol, atol, qtol, maxint, out)
-    _scatter_self(out, C, B, A, D)
-
-
-@jit
-def _scatter_self(out, C, B, A, D):
-    """C, B, A, D from the pair list of :func:`_pair_index` (``upper``: pairs i ≤ j row by row,
-    pair (i, j) at k = off_i + j − i): the upper triangle along the rows, the lower one in
-    strips of 32 rows of the list, each row j of the outputs stored contiguously (a column
-    store per pair misses the cache at m = 256)."""
-    m = C.shape[0]
-    off = np.empty(m, np.int64)
-    k = 0
-    for i in range(m):
-        off[i] = k
-        for j in range(i, m):
-            C[i, j] = out[k, 0]
-            B[i, j] = out[k, 1]
-            A[i, j] = out[k, 2]
-            D[i, j] = out[k, 4]
-            k += 1
-    for i0 in range(0, m, 32):
-        i1 = min(i0 + 32, m)
-        for j in range(i0 + 1, m):
-            for i in range(i0, min(i1, j)):
-                k = off[i] + (j - i)
-                C[j, i] = out[k, 0]
-                B[j, i] = out[k, 1]
-                A[j, i] = out[k, 3]
-                D[j, i] = out[k, 5]
+    _moments_chunked(U, p, q, al, be, U, p, q, al, be, R, OMR, OPR, True,
+                     rtol, atol, qtol, maxint, C, B, A, D)
