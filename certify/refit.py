@@ -113,8 +113,20 @@ def _norm2(a: arb_mat):
     return s
 
 
+def _moments(student, params, teacher, prec):
+    """The certified moments of the refit quadratic: :mod:`certify.pl_smooth` for PL students
+    against smooth teacher networks, :mod:`certify.gated` for gated teachers,
+    :func:`certify.moments.certified_moments` otherwise."""
+    from . import gated, pl_smooth
+    if pl_smooth.covers(student, teacher):
+        return pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
+    if gated.covers(student, teacher):
+        return gated.gated_moments(student, params, teacher, prec=prec)
+    return certified_moments(student, params, teacher, prec=prec)
+
+
 def _problem(student, params, teacher, prec):
-    CM = certified_moments(student, params, teacher, prec=prec)
+    CM = _moments(student, params, teacher, prec)
     m = student.m
     s = arb(1) if student.scaling == "standard" else arb(1) / m
     G = arb_mat(m, m)
@@ -314,6 +326,9 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
     covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
+    if not swiglu and not covered:
+        from . import gated, pl_smooth
+        covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
     if not covered and not teacher.ridge:
         _problem_of = _multi_index_problem      # gated / multi-index teachers: numerical
     elif not covered:
