@@ -23,6 +23,9 @@ frames, so the term vanishes.  The first is a pair moment of σ′ (student unit
   :meth:`certify.smooth.SmoothUnit.series`), f_n, T_f those of the gate (id: f₁ = √a, exact;
   gelu: closed-form power series and energy; tanh: the trapezoidal rule with the
   Trefethen–Weideman bound; relu: the PL coefficients);
+* PL students against the gelu and tanh gates, when that tail is wide (|ρ| near 1): intersected
+  with the 1-D integral E[F(s)(q + pΦ(μ/σ̃))] of :func:`certify.pl_smooth.pl_cond_moment`
+  (Arb's rigorous ``acb.integral`` and a Gaussian tail bound);
 * PL students against the relu gate: the closed form E[σ′_j relu(s)] (the PL pair moment D of
   :func:`certify.moments._pl_pair`; the float engine's closed form, in Arb).
 
@@ -51,6 +54,7 @@ from flint import arb, arb_mat
 
 from . import _arb as A
 from . import moments as MO
+from . import pl_smooth as PS
 from . import smooth as SM
 
 __all__ = ["GATES", "covers", "gated_moments"]
@@ -91,15 +95,28 @@ def _dot(geo, i, j):
 
 
 def _student_units(student, params, geo, m, prec):
-    """(units, N, PL?) with σ′ series available up to N (tanh / silu: trapezoid built)."""
+    """(units, N, PL?, student moments): σ′ series available up to N (tanh / silu: the
+    trapezoid is built once and serves C, μ0 as in :func:`certify.smooth.smooth_moments`)."""
     if student.act.kind == "pl":
-        return MO._student_units(student, params, geo, m), None, True
+        CMs = MO.certified_moments(student, params, None, prec=prec, need_B=False)
+        return MO._student_units(student, params, geo, m), None, True, CMs
     kind = student.act.name
     be = params.b if student.bias else np.zeros(m)
     su = SM.make_units(kind, geo.alpha[:m], be, geo.zero[:m])
     N = SM._order_for(su, prec)
-    SM.PairEngine(kind, su, N, prec)                # sets the trapezoid series of tanh / silu
-    return su, N, False
+    eng = SM.PairEngine(kind, su, N, prec)          # sets the trapezoid series of tanh / silu
+    C = arb_mat(m, m)
+    for i in range(m):
+        for j in range(i, m):
+            if i == j:
+                cij = eng.diag(su[i], True, False)[0]
+            else:
+                cij = eng.pair(su[i], su[j], geo.pair(i, j), True, False)[0]
+            C[i, j] = cij
+            C[j, i] = cij
+    CMs = MO.CertMoments(C=C, B=None, mu0=arb_mat(m, 1, [u.mu0 for u in su]), prec=prec)
+    CMs.mu1 = arb_mat(m, 1, [u.mu1 for u in su])
+    return su, N, False, CMs
 
 
 def _gate_unit(gate, al, prec):
@@ -144,7 +161,6 @@ def gated_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMoment
     for k, obj in _CACHE:
         if k == key:
             return obj
-    CMs = MO.certified_moments(student, params, None, prec=prec, need_B=False)
     m = student.m
     with A.workprec(prec + 16):
         geo = MO._Geometry(np.vstack([params.W, teacher.U]))
@@ -152,7 +168,7 @@ def gated_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMoment
         a, b, c = _dot(geo, i1, i1), _dot(geo, i2, i2), _dot(geo, i1, i2)
         c_zero = int(geo.G[i1, i2]) == 0
         kap = arb(float(teacher.weights[0]))
-        su, Ns, pl = _student_units(student, params, geo, m, prec)
+        su, Ns, pl, CMs = _student_units(student, params, geo, m, prec)
         Ct = arb_mat(m, 1)
         if gate == "rotation":
             for i in range(m):
@@ -187,6 +203,9 @@ def gated_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMoment
                         else:
                             f, _, tf, _ = gu.series(K)
                         M = SM._mehler(d[:K + 1], f[:K + 1], td, tf, rho, flag)
+                        if pl and gk == "smooth":      # |ρ| near 1: the 1-D integral
+                            M = PS._narrow(M, su[i], gate, gu.al, gu.be, geo.pair(i, i1), 1,
+                                           prec)
                     v = _dot(geo, i, i2) * M
                 if not c_zero:
                     Cii = A.upper(CMs.C[i, i])

@@ -23,10 +23,17 @@ teachers (:mod:`certify.smooth`), with the roles exchanged:
   gelu; Mehler sums intersected with the ρ = ±1 trapezoid and its Lipschitz bound for tanh /
   silu), E[τ_t] from the unit.
 
+Near-aligned pairs.  The tail factor is the product of the PL coefficients' algebraic tail
+(≈ N^{−3/2}) and the smooth unit's (tanh at α = 1: T_τ(128) ≈ 2e−15), so at |ρ| → 1 the Mehler
+enclosure alone is only ~1e−8 wide.  When its radius exceeds 2^{−prec+24} of the value, Ct is
+intersected with the 1-D integral of :func:`pl_cond_moment`: conditioning on the smooth unit's
+variable, E[σ | z] is the textbook Gaussian closed form qμ + p(μΦ(μ/s) + sφ(μ/s)) (entire in z),
+integrated by Arb's rigorous ``acb.integral`` on [−L, L] (τ is meromorphic: tanh's poles give
+non-finite balls there and the integrator subdivides) plus a Gaussian tail bound beyond L; at
+ρ = ±1 exactly the kink is split out.  Both enclosures are rigorous, so their intersection is.
+
 Every rounding is a ball operation and every truncation is bounded, so the moments are
-``rigorous``.  The tail factor makes near-aligned pairs (|ρ| → 1) wider than the rest; it is
-the product of the PL coefficients' algebraic tail (≈ N^{−3/2}) and the smooth unit's
-(≈ e^{−π√(2N)/α} for tanh), so it stays small unless the teacher weights are large.
+``rigorous``.
 
 References
 ----------
@@ -34,8 +41,10 @@ DESIGN.md §3 (Mehler, PL coefficients), §6 (tail bound); :mod:`certify.smooth`
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from flint import arb, arb_mat
+from flint import acb, arb, arb_mat
 from popdyn.teachers import NetworkTeacher
 
 from . import _arb as A
@@ -43,6 +52,129 @@ from . import moments as MO
 from . import smooth as SM
 
 __all__ = ["covers", "pl_smooth_moments"]
+
+
+def _acb_Phi(x):
+    return (-x / acb(2).sqrt()).erfc() / 2
+
+
+def _acb_phi(x):
+    return (-(x * x) / 2).exp() / (2 * acb.pi()).sqrt()
+
+
+def _smooth_fn(kind):
+    """τ(w) on complex balls (meromorphic: a pole inside a ball gives a non-finite ball)."""
+    if kind == "tanh":
+        return lambda w: w.tanh()
+    if kind == "silu":
+        return lambda w: w / (1 + (-w).exp())
+    if kind == "gelu":
+        return lambda w: w * _acb_Phi(w)
+    if kind == "erf":
+        return lambda w: w.erf()
+    raise ValueError(f"smooth kind must be one of {SM.SMOOTH}, got {kind!r}")
+
+
+def _gauss_tail(c0, c1, c2, L):
+    """Upper bound of 2∫_L^∞ (c0 + c1 z + c2 z²)φ(z) dz (c_k >= 0 floats; L > 0 ball)."""
+    phL = A.npdf(L)
+    QL = (L / arb(2).sqrt()).erfc() / 2
+    return A.upper(2 * (arb(c0) * QL + arb(c1) * phL + arb(c2) * (L * phL + QL)))
+
+
+def pl_cond_moment(u, kind, g_al, g_be, geo, deriv: int, prec: int):
+    """E[σ^{(deriv)}(αZ₁ + β) τ(α_tZ + c)] (ball) for a PL unit ``u`` (σ = p relu + q id, with
+    a ramp) and a smooth function τ of ``kind`` at (α_t, c), corr(Z₁, Z) = ρ, as the 1-D integral
+    over Z of τ(α_tz + c)φ(z) times the conditional mean given Z = z (μ = β + αρz,
+    s = α(1 − ρ²)^{1/2}):
+
+        E[σ | z] = qμ + p(μΦ(μ/s) + sφ(μ/s)),   E[σ′ | z] = q + pΦ(μ/s)
+
+    (at ρ = ±1 exactly, s = 0: qμ + p relu(μ) and q + p·1{μ > 0}, integrated on the two sides
+    of the kink).  Arb's rigorous ``acb.integral`` on [−L, L] (the integrand is analytic in a
+    strip: entire conditional means, meromorphic τ) plus the Gaussian tail beyond L, with
+    |τ(w)| ≤ |w| + 1 and |E[σ | z]| ≤ (|p| + |q|)|μ| + |p|α, |E[σ′ | z]| ≤ |p| + |q|.
+    ``geo`` = (ρ, 1 − ρ, 1 + ρ, flag).  Returns None when the integral does not converge."""
+    rho, om, op, flag = geo
+    p, q, al, be = u.p, u.q, u.al, u.be
+    tau = _smooth_fn(kind)
+    ga, gb = acb(g_al), acb(g_be)
+    pa, qa = acb(p), acb(q)
+    rc, ac, bc = acb(rho), acb(al), acb(be)
+    sd = None if flag else al * (om * op).sqrt()
+    L = arb(math.ceil(math.sqrt(2.0 * (prec + 40) * math.log(2.0))) + 1)
+    if sd is not None:
+        sc = acb(sd)
+
+        def cond(z):
+            mu = bc + ac * rc * z
+            if deriv:
+                return qa + pa * _acb_Phi(mu / sc)
+            x = mu / sc
+            return qa * mu + pa * (mu * _acb_Phi(x) + sc * _acb_phi(x))
+
+        pieces = [(-L, L, cond)]
+        extra = arb(0)
+    else:
+        # kink at z0 = −β/(αρ) (ρ = ±1): integrate each side with its linear piece; the ball
+        # z0 around the float split point z̃ adds at most |z̃ − z0|·sup|integrand| there
+        z0 = -be / (al * rho)
+        zt = arb(A.mid(z0))
+        rad = A.upper(abs(z0 - zt))
+
+        def lin(on):
+            def f(z):
+                mu = bc + ac * rc * z
+                if deriv:
+                    return qa + pa if on else qa
+                return (qa + pa) * mu if on else qa * mu
+            return f
+        # μ > 0 on the side z > z0 iff αρ > 0
+        right_on = A.mid(rho) > 0
+        pieces = []
+        if zt < L and zt > -L:
+            pieces = [(-L, zt, lin(not right_on)), (zt, L, lin(right_on))]
+        elif zt >= L:
+            pieces = [(-L, L, lin(not right_on))]
+        else:
+            pieces = [(-L, L, lin(right_on))]
+        gsup = A.upper(abs(g_al) * (abs(z0) + rad) + abs(g_be) + 1)
+        musup = A.upper(al) * 2 * rad
+        hsup = A.upper(abs(p) + abs(q)) * (1.0 if deriv else musup + 1e-300)
+        extra = arb(0, A.mul_up(rad, hsup, gsup, 0.4))
+    tol = arb(2) ** (-prec - 8)
+    total = arb(0)
+    for lo, hi, cond in pieces:
+        v = acb.integral(lambda z, _an, cond=cond: _acb_phi(z) * tau(ga * z + gb) * cond(z),
+                         acb(lo), acb(hi), rel_tol=tol, abs_tol=arb(2) ** (-2 * prec - 20),
+                         eval_limit=400000)
+        if not v.real.is_finite():
+            return None
+        total += v.real
+    # tails beyond ±L
+    gA, gB = A.upper(abs(g_be) + 1), A.upper(abs(g_al))
+    pq = A.upper(abs(p) + abs(q))
+    if deriv:
+        kA, kB = pq, 0.0
+    else:
+        kA = A.mul_up(pq, A.upper(abs(be))) + A.upper(abs(p) * al)
+        kB = A.mul_up(pq, A.upper(al))
+    c0 = A.mul_up(gA, kA) * (1 + 2.0 ** -50)
+    c1 = (A.mul_up(gA, kB) + A.mul_up(gB, kA)) * (1 + 2.0 ** -50)
+    c2 = A.mul_up(gB, kB) * (1 + 2.0 ** -50)
+    return total + extra + arb(0, _gauss_tail(c0, c1, c2, L))
+
+
+def _narrow(x, u, kind, g_al, g_be, geo, deriv, prec):
+    """Intersect a Mehler enclosure x with the 1-D integral when x is wide (|ρ| near 1)."""
+    if not u.has_ramp:
+        return x
+    if A.upper(x.rad()) <= 2.0 ** (-prec + 24) * (abs(A.mid(x)) + 2.0 ** -60):
+        return x
+    y = pl_cond_moment(u, kind, g_al, g_be, geo, deriv, prec)
+    if y is None:
+        return x
+    return SM._intersect(x, y)
 
 
 def covers(student, teacher) -> bool:
@@ -101,9 +233,10 @@ def pl_smooth_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMo
             ct, _, tct, _ = tsm[t].series(N)
             tau = A.sqrt_up(tct)
             for i in range(m):
-                rho, _, _, flag = geo.pair(i, m + t)
+                g = geo.pair(i, m + t)
                 cu, tcu = su[i].coeffs(len(ct) - 1)
-                Ct[i, t] = MO._mehler(cu, tcu, ct, tau, rho, flag)
+                x = MO._mehler(cu, tcu, ct, tau, g[0], g[3])
+                Ct[i, t] = _narrow(x, su[i], kind, tsm[t].al, tsm[t].be, g, 0, prec)
         v = [arb(float(x)) for x in teacher.weights]
         ey = arb(0)
         for vt, u in zip(v, tsm):
