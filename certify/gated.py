@@ -204,8 +204,9 @@ def gated_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMoment
                             f, _, tf, _ = gu.series(K)
                         M = SM._mehler(d[:K + 1], f[:K + 1], td, tf, rho, flag)
                         if pl and gk == "smooth":      # |ρ| near 1: the 1-D integral
+                            sc = A.sqrt_up(A.mul_up(A.upper(su[i].e2d), A.upper(a)))
                             M = PS._narrow(M, su[i], gate, gu.al, gu.be, geo.pair(i, i1), 1,
-                                           prec)
+                                           prec, sc)
                     v = _dot(geo, i, i2) * M
                 if not c_zero:
                     Cii = A.upper(CMs.C[i, i])

@@ -25,7 +25,7 @@ teachers (:mod:`certify.smooth`), with the roles exchanged:
 
 Near-aligned pairs.  The tail factor is the product of the PL coefficients' algebraic tail
 (≈ N^{−3/2}) and the smooth unit's (tanh at α = 1: T_τ(128) ≈ 2e−15), so at |ρ| → 1 the Mehler
-enclosure alone is only ~1e−8 wide.  When its radius exceeds 2^{−prec+24} of the value, Ct is
+enclosure alone is only ~1e−8 wide.  When its radius exceeds 2^{−prec/2−8} of the pair scale, Ct is
 intersected with the 1-D integral of :func:`pl_cond_moment`: conditioning on the smooth unit's
 variable, E[σ | z] is the textbook Gaussian closed form qμ + p(μΦ(μ/s) + sφ(μ/s)) (entire in z),
 integrated by Arb's rigorous ``acb.integral`` on [−L, L] (τ is meromorphic: tanh's poles give
@@ -142,11 +142,13 @@ def pl_cond_moment(u, kind, g_al, g_be, geo, deriv: int, prec: int):
         musup = A.upper(al) * 2 * rad
         hsup = A.upper(abs(p) + abs(q)) * (1.0 if deriv else musup + 1e-300)
         extra = arb(0, A.mul_up(rad, hsup, gsup, 0.4))
-    tol = arb(2) ** (-prec - 8)
+    # the goal (not the enclosure: acb.integral's result is rigorous at any goal): 2^−(prec/2+24)
+    # relative, which is below every other error of the brackets built from Ct (~1e−16)
+    tol = arb(2) ** (-(prec // 2) - 24)
     total = arb(0)
     for lo, hi, cond in pieces:
         v = acb.integral(lambda z, _an, cond=cond: _acb_phi(z) * tau(ga * z + gb) * cond(z),
-                         acb(lo), acb(hi), rel_tol=tol, abs_tol=arb(2) ** (-2 * prec - 20),
+                         acb(lo), acb(hi), rel_tol=tol, abs_tol=tol * tol,
                          eval_limit=400000)
         if not v.real.is_finite():
             return None
@@ -165,11 +167,12 @@ def pl_cond_moment(u, kind, g_al, g_be, geo, deriv: int, prec: int):
     return total + extra + arb(0, _gauss_tail(c0, c1, c2, L))
 
 
-def _narrow(x, u, kind, g_al, g_be, geo, deriv, prec):
-    """Intersect a Mehler enclosure x with the 1-D integral when x is wide (|ρ| near 1)."""
+def _narrow(x, u, kind, g_al, g_be, geo, deriv, prec, scale=1.0):
+    """Intersect a Mehler enclosure x with the 1-D integral when x is wider than
+    2^−(prec/2+8) of the pair scale (|ρ| near 1)."""
     if not u.has_ramp:
         return x
-    if A.upper(x.rad()) <= 2.0 ** (-prec + 24) * (abs(A.mid(x)) + 2.0 ** -60):
+    if A.upper(x.rad()) <= 2.0 ** (-(prec // 2) - 8) * max(abs(A.mid(x)), scale, 2.0 ** -60):
         return x
     y = pl_cond_moment(u, kind, g_al, g_be, geo, deriv, prec)
     if y is None:
@@ -192,9 +195,47 @@ def _key(student, params, teacher, prec):
 
 def clear_cache():
     _CACHE.clear()
+    _TEACHER_CACHE.clear()
 
 
 MO.CLEAR_HOOKS.append(clear_cache)
+
+
+#: teacher-side enclosures (units with their series, E[y], E[y²]) by teacher and precision: they
+#: do not depend on the student, so every checkpoint of a run shares them
+_TEACHER_CACHE: list = []
+
+
+def _teacher_side(teacher, geo, m, prec):
+    """(units, order N, v, E[y], E[y²]) of a smooth teacher network (``geo``: student rows
+    first, then the teacher's; only the teacher rows are read)."""
+    key = (MO._fingerprint_teacher(teacher), prec)
+    for k_, obj in _TEACHER_CACHE:
+        if k_ == key:
+            return obj
+    k = teacher.k
+    kind = teacher.activation.name
+    tsm = SM.make_units(kind, geo.alpha[m:], teacher.bias, geo.zero[m:])
+    N = SM._order_for(tsm, prec)
+    teng = SM.PairEngine(kind, tsm, N, prec)
+    for u in tsm:
+        u.series(N)
+    v = [arb(float(x)) for x in teacher.weights]
+    ey = arb(0)
+    for vt, u in zip(v, tsm):
+        ey += vt * u.mu0
+    ey2 = arb(0)
+    for t in range(k):
+        for l in range(t, k):
+            if t == l:
+                e = teng.diag(tsm[t], True, False)[0]
+            else:
+                e = teng.pair(tsm[t], tsm[l], geo.pair(m + t, m + l), True, False)[0]
+            ey2 += (v[t] * v[l] * e) * (1 if t == l else 2)
+    obj = (tsm, N, v, ey, ey2)
+    _TEACHER_CACHE.insert(0, (key, obj))
+    del _TEACHER_CACHE[4:]
+    return obj
 
 
 def pl_smooth_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMoments:
@@ -225,9 +266,9 @@ def pl_smooth_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMo
     with A.workprec(prec + 16):
         geo = MO._Geometry(np.vstack([params.W, teacher.U]))
         su = MO._student_units(student, params, geo, m)
-        tsm = SM.make_units(kind, geo.alpha[m:], teacher.bias, geo.zero[m:])
-        N = SM._order_for(tsm, prec)
-        teng = SM.PairEngine(kind, tsm, N, prec)
+        tsm, N, v, ey, ey2 = _teacher_side(teacher, geo, m, prec)
+        CMt = [u.series(N)[0] for u in tsm]
+        CMt = [sum((A.upper(c * c) for c in cs), 0.0) for cs in CMt]   # ≈ E[τ_t²] (scale)
         Ct = arb_mat(m, k)
         for t in range(k):
             ct, _, tct, _ = tsm[t].series(N)
@@ -236,19 +277,8 @@ def pl_smooth_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMo
                 g = geo.pair(i, m + t)
                 cu, tcu = su[i].coeffs(len(ct) - 1)
                 x = MO._mehler(cu, tcu, ct, tau, g[0], g[3])
-                Ct[i, t] = _narrow(x, su[i], kind, tsm[t].al, tsm[t].be, g, 0, prec)
-        v = [arb(float(x)) for x in teacher.weights]
-        ey = arb(0)
-        for vt, u in zip(v, tsm):
-            ey += vt * u.mu0
-        ey2 = arb(0)
-        for t in range(k):
-            for l in range(t, k):
-                if t == l:
-                    e = teng.diag(tsm[t], True, False)[0]
-                else:
-                    e = teng.pair(tsm[t], tsm[l], geo.pair(m + t, m + l), True, False)[0]
-                ey2 += (v[t] * v[l] * e) * (1 if t == l else 2)
+                sc = A.sqrt_up(A.mul_up(A.upper(su[i].e2), CMt[t]))
+                Ct[i, t] = _narrow(x, su[i], kind, tsm[t].al, tsm[t].be, g, 0, prec, sc)
     out = MO.CertMoments(C=CMs.C, B=CMs.B, mu0=CMs.mu0, Ct=Ct, v=arb_mat(k, 1, v), ey=ey,
                          ey2=ey2, rigorous=CMs.rigorous, notes=list(CMs.notes), prec=prec)
     out.mu1 = CMs.mu1
