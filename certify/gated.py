@@ -84,6 +84,7 @@ _CACHE: list = []
 
 def clear_cache():
     _CACHE.clear()
+    _GATE_CACHE.clear()
 
 
 MO.CLEAR_HOOKS.append(clear_cache)
@@ -119,8 +120,22 @@ def _student_units(student, params, geo, m, prec):
     return su, N, False, CMs
 
 
+#: gate units (with their series) by (gate, |u₁| ball, prec): they do not depend on the student
+_GATE_CACHE: dict = {}
+
+
 def _gate_unit(gate, al, prec):
-    """(kind, unit, order N) of the gate F(αZ)."""
+    """(kind, unit, order N) of the gate F(αZ) (cached)."""
+    key = (gate, al.mid().man_exp(), al.rad().man_exp(), prec)
+    hit = _GATE_CACHE.get(key)
+    if hit is None:
+        if len(_GATE_CACHE) > 8:
+            _GATE_CACHE.clear()
+        hit = _GATE_CACHE[key] = _make_gate_unit(gate, al, prec)
+    return hit
+
+
+def _make_gate_unit(gate, al, prec):
     if gate == "relu":
         return "pl", MO._PL(((arb(1), arb(0)), (1.0, 0.0)), al, 0.0, False), 256
     u = SM.SmoothUnit(gate, al, 0.0, False)
