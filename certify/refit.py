@@ -258,9 +258,12 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ----------
     student, params, teacher
         As in :func:`popdyn.diagnostics.refit_risk`: relu, leaky_relu and smooth (silu, gelu,
-        tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks and additive
-        teachers; SwiGLU students (:func:`certify.swiglu.swiglu_refit_problem`) against
-        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded).
+        tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks (relu /
+        leaky_relu against smooth networks: :mod:`certify.pl_smooth`), additive teachers and
+        gated teachers (:mod:`certify.gated`), all rigorous except tabulated links; other
+        multi-index teachers numerical; SwiGLU students
+        (:func:`certify.swiglu.swiglu_refit_problem`) against additive polynomial-link teachers
+        (rigorous) and other teachers (numerical) (kinds unrestricted, same_budget, bounded).
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional
@@ -283,8 +286,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ValueError, TypeError
         Unknown kind, bad budget, non-finite parameters, bad ``prec``.
     CertificationError
-        Teachers outside the covered classes (gated / multi-index; SwiGLU against
-        non-polynomial teachers), or when no finite enclosure is obtained.
+        When no finite enclosure is obtained, or the float64 cross moments of a numerical
+        (multi-index) problem have no finite error estimate.
 
     Examples
     --------
