@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.teachers.gated import GatedTeacher
 
 from . import _arb as A
 from . import moments as MO
@@ -72,7 +73,6 @@ def _gate(teacher):
 
 def covers(student, teacher) -> bool:
     """Whether the pair is a relu / leaky_relu / smooth student against a gated teacher."""
-    from popdyn.teachers.gated import GatedTeacher
     fam = getattr(student, "family", None)
     if fam is None or fam.name != "ridge" or not isinstance(teacher, GatedTeacher):
         return False

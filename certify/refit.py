@@ -50,6 +50,7 @@ from popdyn.family import RefitProblem
 from popdyn.objective import _check
 
 from . import _arb as A
+from . import gated, pl_smooth
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -117,7 +118,6 @@ def _moments(student, params, teacher, prec):
     """The certified moments of the refit quadratic: :mod:`certify.pl_smooth` for PL students
     against smooth teacher networks, :mod:`certify.gated` for gated teachers,
     :func:`certify.moments.certified_moments` otherwise."""
-    from . import gated, pl_smooth
     if pl_smooth.covers(student, teacher):
         return pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
     if gated.covers(student, teacher):
@@ -330,7 +330,6 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
     covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
     if not swiglu and not covered:
-        from . import gated, pl_smooth
         covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
     if not covered and not teacher.ridge:
         _problem_of = _multi_index_problem      # gated / multi-index teachers: numerical
