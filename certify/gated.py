@@ -13,7 +13,7 @@ g = σ(w·x + b)F(s):
     E[σ(w·x + b) F(s) t] = (w·u₂) E[σ′(w·x + b) F(s)] + c·E[σ(w·x + b) F′(s)].
 
 The second term is bounded by |c|·(E[σ²] sup|F′|²)^{1/2} (sup|F′| ≤ 1 for id, relu, tanh;
-≤ 1.2 for gelu, whose F′ = Φ + zφ has (F′)′ = (2 − z²)φ, so F′ ∈ [−0.069, 1.069]); c = 0 exactly for the usual orthonormal
+≤ 1.2 for gelu, whose F′ = Φ + zφ has (F′)′ = (2 − z²)φ, so F′ ∈ [−0.129, 1.129]); c = 0 exactly for the usual orthonormal
 frames, so the term vanishes.  The first is a pair moment of σ′ (student unit at α = |w|,
 β = b) and F (gate unit at α = √a, β = 0) at the correlation ρ = w·u₁/(|w|√a):
 
@@ -62,7 +62,7 @@ __all__ = ["GATES", "covers", "gated_moments"]
 
 #: the gates enclosed here (popdyn.teachers.gated.GATES)
 GATES = ("id", "relu", "gelu", "tanh", "rotation")
-#: bounds of sup |F′| (gelu: Φ(z) + zφ(z) has its extrema at z = ±√2: 1.0683 and −0.0683)
+#: bounds of sup |F′| (gelu: Φ(z) + zφ(z) has its extrema at z = ±√2: 1.1289 and −0.1289)
 _FP_SUP = {"id": 1.0, "relu": 1.0, "tanh": 1.0, "gelu": 1.2}
 
 
