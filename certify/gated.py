@@ -14,8 +14,9 @@ g = σ(w·x + b)F(s):
 
 The second term is bounded by |c|·(E[σ²] sup|F′|²)^{1/2} (sup|F′| ≤ 1 for id, relu, tanh;
 ≤ 1.2 for gelu, whose F′ = Φ + zφ has (F′)′ = (2 − z²)φ, so F′ ∈ [−0.129, 1.129]); c = 0
-exactly for the usual orthonormal frames, so the term vanishes.  The first is a pair moment of σ′ (student unit at α = |w|,
-β = b) and F (gate unit at α = √a, β = 0) at the correlation ρ = w·u₁/(|w|√a):
+exactly for the usual orthonormal frames, so the term vanishes.  The first is a pair moment
+of σ′ (student unit at α = |w|, β = b) and F (gate unit at α = √a, β = 0) at the correlation
+ρ = w·u₁/(|w|√a):
 
 * Mehler's formula Σ_{n≤N} d_n f_n ρⁿ with the Cauchy–Schwarz tail (T_d(N)T_f(N))^{1/2}|ρ|^{N+1}
   (valid for every |ρ| ≤ 1; DESIGN §6): d_n, T_d the normalized coefficients of σ′ and their
