@@ -86,6 +86,7 @@ _CACHE: list = []
 def clear_cache():
     _CACHE.clear()
     _GATE_CACHE.clear()
+    _STUDENT_CACHE.clear()
 
 
 MO.CLEAR_HOOKS.append(clear_cache)
@@ -96,9 +97,25 @@ def _dot(geo, i, j):
     return arb(int(geo.G[i, j])) * arb(2) ** int(geo.exps[i] + geo.exps[j])
 
 
+_STUDENT_CACHE: list = []
+
+
 def _student_units(student, params, geo, m, prec):
     """(units, N, PL?, student moments): σ′ series available up to N (tanh / silu: the
-    trapezoid is built once and serves C, μ0 as in :func:`certify.smooth.smooth_moments`)."""
+    trapezoid is built once and serves C, μ0 as in :func:`certify.smooth.smooth_moments`).
+    Cached by student state and precision (the student rows' geometry does not depend on the
+    teacher rows stacked after them)."""
+    key = MO._cache_key(student, params, None, prec)
+    for k, obj in _STUDENT_CACHE:
+        if k == key:
+            return obj
+    obj = _make_student_units(student, params, geo, m, prec)
+    _STUDENT_CACHE.insert(0, (key, obj))
+    del _STUDENT_CACHE[2:]
+    return obj
+
+
+def _make_student_units(student, params, geo, m, prec):
     if student.act.kind == "pl":
         CMs = MO.certified_moments(student, params, None, prec=prec, need_B=False)
         return MO._student_units(student, params, geo, m), None, True, CMs
