@@ -2,7 +2,7 @@
 configurations against an independent mpmath reference.
 
 Usage: python benchmarks/soak_certify.py [--cases N] [--seed S] [--start K] [--dps D]
-       [--rule trapezoid|quad] [--json PATH]
+       [--rule trapezoid|quad] [--json PATH] [--smooth-nets]
 
 Each case draws (numpy Generator seeded by seed + case index, so a case is reproducible alone):
 an activation (relu, leaky_relu, silu, gelu, tanh, erf), a teacher family (additive h2, relu,
@@ -59,6 +59,7 @@ import numpy as np  # noqa: E402
 ACTS = ("relu", "leaky_relu", "silu", "gelu", "tanh", "erf")
 TEACHERS = ("h2", "relu", "sin", "h3+0.3h2", "abs", "net_relu", "net_tanh", "gated")
 RULE = "trapezoid"
+SMOOTH_NETS = False
 GEOMS = ("random", "duplicated", "antiparallel", "zero", "tiny", "large")
 
 
@@ -93,7 +94,10 @@ def draw(i: int, seed: int):
         t = {"kind": "network", "activation": "relu", "V": [1.0], "U": U,
              "bias": [float(rng.normal(0, 0.3))]}
     elif fam == "net_tanh":
-        t = {"kind": "network", "activation": "tanh", "V": [1.0], "U": U,
+        # --smooth-nets: the unit cycles through tanh, silu, gelu, erf with the case index (no
+        # extra draw, so the other cases stay the same)
+        act_t = ("tanh", "silu", "gelu", "erf")[i % 4] if SMOOTH_NETS else "tanh"
+        t = {"kind": "network", "activation": act_t, "V": [1.0], "U": U,
              "bias": [float(rng.normal(0, 0.3))]}
     else:
         t = None
@@ -268,7 +272,11 @@ def main(argv=None):
                     help="reference rule for pairs of two tanh / silu functions")
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--smooth-nets", action="store_true",
+                    help="network teachers of tanh, silu, gelu, erf units (cycling), not tanh only")
     args = ap.parse_args(argv)
+    global SMOOTH_NETS
+    SMOOTH_NETS = args.smooth_nets
     mp.mp.dps = 60          # the comparisons (e.g. V_Y = E[y²] − E[y]²) at 60 digits, not 15
     global RULE
     RULE = args.rule
