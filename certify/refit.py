@@ -332,7 +332,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     if not swiglu and not covered:
         covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
     if not covered and not teacher.ridge:
-        _problem_of = _multi_index_problem      # gated / multi-index teachers: numerical
+        _problem_of = _multi_index_problem      # other multi-index teachers: numerical
     elif not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")
