@@ -2,7 +2,7 @@
 configurations against an independent mpmath reference.
 
 Usage: python benchmarks/soak_certify.py [--cases N] [--seed S] [--start K] [--dps D]
-       [--rule trapezoid|quad] [--json PATH]
+       [--rule trapezoid|quad] [--json PATH] [--smooth-nets]
 
 Each case draws (numpy Generator seeded by seed + case index, so a case is reproducible alone):
 an activation (relu, leaky_relu, silu, gelu, tanh, erf), a teacher family (additive h2, relu,
@@ -30,6 +30,11 @@ reference must resolve.  Comparisons at 60 digits.  (The 12 "violations" of case
 reported at 0.6.0 were the reference's: its 1-D inner quadrature of a tiny tanh / silu neuron
 missed the Gaussian's mass; ``_ref._num_inner``, pinned by test_certify_smooth_tiny.py.)
 
+Since issue 19's second pass (branch issue19e) the gated-teacher brackets and the refits of
+relu / leaky_relu students against smooth teacher networks are rigorous (certify.gated,
+certify.pl_smooth) instead of numerical / refused; the counts split the brackets by provenance
+("brackets rigorous", "brackets numerical") so that the coverage is visible.
+
 Printed: cases, brackets checked, violations (a reference outside a bracket; must be 0),
 refusals by message, float contract counts (values, AccuracyWarnings, contract violations:
 must be 0), wall time.  ``--json`` keeps running totals (an interrupted soak keeps its counts).
@@ -54,6 +59,7 @@ import numpy as np  # noqa: E402
 ACTS = ("relu", "leaky_relu", "silu", "gelu", "tanh", "erf")
 TEACHERS = ("h2", "relu", "sin", "h3+0.3h2", "abs", "net_relu", "net_tanh", "gated")
 RULE = "trapezoid"
+SMOOTH_NETS = False
 GEOMS = ("random", "duplicated", "antiparallel", "zero", "tiny", "large")
 
 
@@ -88,7 +94,10 @@ def draw(i: int, seed: int):
         t = {"kind": "network", "activation": "relu", "V": [1.0], "U": U,
              "bias": [float(rng.normal(0, 0.3))]}
     elif fam == "net_tanh":
-        t = {"kind": "network", "activation": "tanh", "V": [1.0], "U": U,
+        # --smooth-nets: the unit cycles through tanh, silu, gelu, erf with the case index (no
+        # extra draw, so the other cases stay the same)
+        act_t = ("tanh", "silu", "gelu", "erf")[i % 4] if SMOOTH_NETS else "tanh"
+        t = {"kind": "network", "activation": act_t, "V": [1.0], "U": U,
              "bias": [float(rng.normal(0, 0.3))]}
     else:
         t = None
@@ -124,6 +133,7 @@ def run_case(i, seed, dps, counts, refusals, fails):
 
     def check(br, val, what):
         counts["brackets"] += 1
+        counts[f"brackets {br.provenance}"] += 1
         v = mp.mpf(val)
         if not (mp.mpf(br.lo) <= v <= mp.mpf(br.hi)):
             counts["violations"] += 1
@@ -191,48 +201,14 @@ GATES = ("tanh", "relu", "gelu", "id", "rotation")
 
 
 def _gated_reference(S, p, gate, dps):
-    """(loss, refit optima) against y = F(s)t (s = x₁, t = x₂) or (s² − t²)/2, independently:
-    Stein's lemma in t, E[σ(w·x + b)F(s)t] = (w·e₂)E[σ′(w·x + b)F(s)] (e₁ ⊥ e₂), and the 2-D
-    mpmath quadrature of tests/certify/_ref.py for every pair; E[y] = 0, E[y²] = E[F(s)²]
-    (rotation: E[(s² − t²)²]/4 = 1)."""
-    import _ref as R
-    import certify_refs
-    from certify_refs import trs
-    ctx = R.ctx
-    with ctx.workdps(dps + 15):
-        C, _, mu0, _ = R.moment_matrices(S, p, None, dps=dps, with_B=False)
-        act = R.activation(S.activation, S.negative_slope)
-        m = S.m
-        e1, e2 = [1.0, 0.0], [0.0, 1.0]
-        sq = [("poly", {2: ctx.mpf(1)})]
-        F = {"tanh": [("num", "tanh", 0)], "relu": [("pl", R.Fraction(1), R.Fraction(0))],
-             "gelu": [("gelu",)], "id": [("poly", {1: ctx.mpf(1)})]}.get(gate)
-        Ct = []
-        for j in range(m):
-            w, b = list(p.W[j]), float(p.b[j])
-            if gate == "rotation":
-                Ct.append((R.pair(act, w, b, sq, e1, 0.0) - R.pair(act, w, b, sq, e2, 0.0)) / 2)
-            elif float(w[1]) == 0.0:
-                Ct.append(ctx.mpf(0))
-            else:
-                Ct.append(R.mpq(R.F(float(w[1]))) * R.pair(R.derivative(act), w, b, F, e1, 0.0))
-        ey2 = ctx.mpf(1) if gate == "rotation" else R.pair(F, e1, 0.0, F, e1, 0.0)
-        a = [R.mpq(R.F(float(x))) for x in p.a]
-        cc = R.mpq(R.F(float(p.c)))
-        ff = ctx.fsum(a[i] * a[j] * C[i][j] for i in range(m) for j in range(m))
-        ff += 2 * cc * ctx.fsum(a[i] * mu0[i] for i in range(m)) + cc * cc
-        L = (ff - 2 * ctx.fsum(a[i] * Ct[i] for i in range(m)) + ey2) / 2
-        G = ctx.matrix(m, m)
-        for i in range(m):
-            for j in range(m):
-                G[i, j] = C[i][j] - mu0[i] * mu0[j]
-        lamG, QG = ctx.eigsy(G)
-        lamG = [lamG[i] for i in range(m)]
-        certify_refs.DPS = dps + 5
-        refit = {"unrestricted": trs(QG, lamG, Ct, ey2, None),
-                 "same_budget": trs(QG, lamG, Ct, ey2, ctx.fsum(x * x for x in a)),
-                 "bounded_0.5": trs(QG, lamG, Ct, ey2, ctx.mpf(0.25))}
-        return L, ey2, refit
+    """(loss, E[y], E[y²], refit optima) against y = F(s)t (s = x₁, t = x₂) or (s² − t²)/2,
+    independently (data/_precompute/gated_refs.py ``reference``): Stein's lemma in t,
+    E[σ(w·x + b)F(s)t] = (w·e₂)E[σ′(w·x + b)F(s)] (e₁ ⊥ e₂), and the 2-D mpmath quadrature of
+    tests/certify/_ref.py for every pair; E[y] = 0, E[y²] = E[F(s)²] (rotation: exact
+    polynomial moments)."""
+    import gated_refs
+    L, ey, ey2, _, _, _, refit = gated_refs.reference(S, p, gate, np.eye(2), 1.0, dps)
+    return L, ey, ey2, refit
 
 
 def _gated_case(i, name, act, raw, dps, counts, refusals, fails):
@@ -246,12 +222,16 @@ def _gated_case(i, name, act, raw, dps, counts, refusals, fails):
     S = popdyn.Student(d=W.shape[1], m=W.shape[0], activation=act)
     p = popdyn.Params(np.array(raw["a"]), W, np.array(raw["b"]), raw["c"])
     T = popdyn.Teacher.gated(gate, np.eye(2))
-    L_ref, ey2, refit = _gated_reference(S, p, gate, dps)
+    import _ref
+    _ref.RULE = RULE
+    L_ref, ey_ref, ey2, refit = _gated_reference(S, p, gate, dps)
     certify.moments.clear_cache()
 
     def check(br, val, what):
         counts["brackets"] += 1
         counts["brackets (gated teachers)"] += 1
+        counts[f"brackets {br.provenance}"] += 1
+        counts[f"brackets (gated teachers) {br.provenance}"] += 1
         v = mp.mpf(val)
         if not (mp.mpf(br.lo) <= v <= mp.mpf(br.hi)):
             counts["violations"] += 1
@@ -262,7 +242,8 @@ def _gated_case(i, name, act, raw, dps, counts, refusals, fails):
         try:
             Lb = certify.loss(S, p, T)
             check(Lb.loss, L_ref, "loss")
-            check(Lb.variance, ey2, "V_Y")
+            check(Lb.mean_y, ey_ref, "E[y]")
+            check(Lb.variance, ey2 - ey_ref ** 2, "V_Y")
         except certify.CertificationError as e:
             refusals[f"loss (gated {gate}, {act}): {str(e)[:90]}"] += 1
         for kind, key, B in (("unrestricted", "unrestricted", None),
@@ -291,7 +272,11 @@ def main(argv=None):
                     help="reference rule for pairs of two tanh / silu functions")
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--smooth-nets", action="store_true",
+                    help="network teachers of tanh, silu, gelu, erf units (cycling), not tanh only")
     args = ap.parse_args(argv)
+    global SMOOTH_NETS
+    SMOOTH_NETS = args.smooth_nets
     mp.mp.dps = 60          # the comparisons (e.g. V_Y = E[y²] − E[y]²) at 60 digits, not 15
     global RULE
     RULE = args.rule

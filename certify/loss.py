@@ -34,6 +34,7 @@ from popdyn.objective import population_loss
 
 from . import _arb as A
 from . import _families
+from . import gated, pl_smooth
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -172,8 +173,14 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
                 f"the gradient against {type(teacher).__name__} (gated / multi-index) teachers "
                 "is not certified", hint="grad=False (a numerical loss bracket), or "
                 "popdyn.population_grad")
-        return _numerical_loss(student, params, teacher, prec)
-    covered, rigorous = pair_supported(student, teacher)
+        if not gated.covers(student, teacher):
+            return _numerical_loss(student, params, teacher, prec)
+        CM = gated.gated_moments(student, params, teacher, prec=prec)      # rigorous (issue 19)
+    elif not grad and pl_smooth.covers(student, teacher):                # rigorous (issue 19)
+        CM = pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
+    else:
+        CM = None
+    covered, rigorous = (True, True) if CM is not None else pair_supported(student, teacher)
     if not (student_supported(student) and covered) or (grad and student.act.kind != "pl"):
         if grad:
             raise CertificationError(
@@ -181,7 +188,8 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
                 f"polynomial-link teachers (student {student.activation!r})",
                 hint="certify the loss only (grad=False)")
         return _numerical_loss(student, params, teacher, prec)
-    CM = certified_moments(student, params, teacher, prec=prec, grad=grad)
+    if CM is None:
+        CM = certified_moments(student, params, teacher, prec=prec, grad=grad)
     with A.workprec(prec):
         s = _scale(student)
         a = A.mat_from_array(params.a)

@@ -52,6 +52,7 @@ from popdyn.objective import _check
 
 from . import _arb as A
 from . import _families
+from . import gated, pl_smooth
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -115,8 +116,19 @@ def _norm2(a: arb_mat):
     return s
 
 
+def _moments(student, params, teacher, prec):
+    """The certified moments of the refit quadratic: :mod:`certify.pl_smooth` for PL students
+    against smooth teacher networks, :mod:`certify.gated` for gated teachers,
+    :func:`certify.moments.certified_moments` otherwise."""
+    if pl_smooth.covers(student, teacher):
+        return pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
+    if gated.covers(student, teacher):
+        return gated.gated_moments(student, params, teacher, prec=prec)
+    return certified_moments(student, params, teacher, prec=prec)
+
+
 def _problem(student, params, teacher, prec):
-    CM = certified_moments(student, params, teacher, prec=prec)
+    CM = _moments(student, params, teacher, prec)
     m = student.m
     s = arb(1) if student.scaling == "standard" else arb(1) / m
     G = arb_mat(m, m)
@@ -248,10 +260,13 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ----------
     student, params, teacher
         As in :func:`popdyn.diagnostics.refit_risk`: relu, leaky_relu and smooth (silu, gelu,
-        tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks and additive
-        teachers; SwiGLU students (:func:`certify.swiglu.swiglu_refit_problem`) against
-        additive polynomial-link teachers (kinds unrestricted, same_budget, bounded); skip
-        students with v frozen (:func:`certify.skip.skip_refit_problem`).
+        tanh, erf; :mod:`certify.smooth`) students against PL / smooth networks (relu /
+        leaky_relu against smooth networks: :mod:`certify.pl_smooth`), additive teachers and
+        gated teachers (:mod:`certify.gated`), all rigorous except tabulated links; other
+        multi-index teachers numerical; SwiGLU students
+        (:func:`certify.swiglu.swiglu_refit_problem`) against additive polynomial-link teachers
+        (rigorous) and other teachers (numerical) (kinds unrestricted, same_budget, bounded);
+        skip students with v frozen (:func:`certify.skip.skip_refit_problem`).
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional
@@ -274,8 +289,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     ValueError, TypeError
         Unknown kind, bad budget, non-finite parameters, bad ``prec``.
     CertificationError
-        Teachers outside the covered classes (gated / multi-index; SwiGLU against
-        non-polynomial teachers), or when no finite enclosure is obtained.
+        When no finite enclosure is obtained, or the float64 cross moments of a numerical
+        (multi-index) problem have no finite error estimate.
 
     Examples
     --------
@@ -318,8 +333,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             f"certified refit does not cover {student.activation!r} students",
             hint="use popdyn.diagnostics.refit_risk for a float64 value")
     covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
+    if not swiglu and not covered:
+        covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
     if not covered and not teacher.ridge:
-        _problem_of = _multi_index_problem      # gated / multi-index teachers: numerical
+        _problem_of = _multi_index_problem      # other multi-index teachers: numerical
     elif not covered:
         raise CertificationError("certified refit needs a PL teacher network or an additive "
                                  "teacher", hint="use popdyn.diagnostics.refit_risk")

@@ -178,15 +178,15 @@ def test_alignment_contains_float_value_and_bad_input():
         certify.alignment(S, big, U)
 
 
-def test_gated_teacher_with_ordinary_student_is_numerical():
-    """Issue 19: numerical loss / refit brackets (tests/certify/test_certify_gated.py); the
-    gradient stays refused, naming the teacher kind."""
+def test_gated_teacher_with_ordinary_student_is_rigorous():
+    """Issue 19: rigorous loss / refit brackets (certify.gated; tests/certify/
+    test_certify_gated_rigorous.py); the gradient stays refused, naming the teacher kind."""
     U = np.eye(4)[:2]
     T = Teacher.gated("gelu", U)
     S = popdyn.Student(4, 3)
     p = S.init(0, 0.5, T)
-    assert certify.loss(S, p, T).provenance == "numerical"
+    assert certify.loss(S, p, T).provenance == "rigorous"
     with pytest.raises(CertificationError, match="gated"):
         certify.loss(S, p, T, grad=True)
-    assert certify.refit_risk(S, p, T).provenance == "numerical"
+    assert certify.refit_risk(S, p, T).provenance == "rigorous"
     assert certify.alignment(S, p, U).provenance == "rigorous"
