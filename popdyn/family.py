@@ -91,6 +91,8 @@ class StudentFamily(Protocol):
         Whether the fused piecewise-linear kernels of :mod:`popdyn.dynamics` apply.
     fitted_intercept : bool
         True when the intercept is refitted exactly at every visited state (profiled loss).
+    agop_closed_form : bool
+        True when the AGOP's moments are closed forms (no series to refine under ``rtol``).
 
     Methods (besides those below): ``shapes()`` (per-state shape of each field),
     ``loss_info(params, teacher, M)`` (``{"error", "order", ...}`` of ``full_output``),
@@ -106,6 +108,7 @@ class StudentFamily(Protocol):
     fields: tuple
     refit_kinds: tuple
     geometry_kind: str
+    agop_closed_form: bool
 
     def check(self, params, teacher=NO_TEACHER, *, name: str = "params"):
         """Validate ``params`` (and ``teacher``, unless it is :data:`NO_TEACHER`)."""

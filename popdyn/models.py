@@ -279,6 +279,13 @@ class RidgeFamily:
     def __init__(self, student):
         self.student = student
 
+    @property
+    def agop_closed_form(self) -> bool:
+        """True when B = E[σ′σ′] is a closed form (relu, leaky relu: PL kernels; erf: Gaussian),
+        so :func:`popdyn.diagnostics.agop` needs no series refinement."""
+        st = self.student
+        return st.act.kind == "pl" or st.activation == "erf"
+
     def shapes(self) -> dict:
         """Per-state shape of each stored field (``c`` is a scalar)."""
         m, d = self.student.m, self.student.d

@@ -657,6 +657,8 @@ class SwiGLUFamily:
     geometry_kind = "gate"
     first_layer = None
     fused = False
+    #: the SwiGLU AGOP comes from Hermite series (refined under the rtol contract)
+    agop_closed_form = False
 
     def __init__(self, student):
         self.student = student

@@ -74,22 +74,15 @@ def agop(student, params, *, rtol: float = 1e-10, full_output: bool = False) -> 
     return (M, info) if full_output else M
 
 
-def _exact_b(fam) -> bool:
-    """True when B = E[σ′σ′] is a closed form (relu, leaky relu: PL kernels; erf: Gaussian)."""
-    st = fam.student
-    act = getattr(st, "act", None)
-    if fam.name not in ("ridge", "skip") or act is None:
-        return False
-    return act.kind == "pl" or st.activation == "erf"
-
-
 def _agop_atol(fam, params, M, B) -> float:
+    """The float64 rounding floor of the AGOP: from |W|ᵀ(s²|a||B||a|ᵀ)|W| when the family has a
+    ridge first layer (``fam.first_layer``) and B was formed, else from ‖M‖."""
     st = fam.student
-    if B is None or not hasattr(params, "W"):
+    if B is None or fam.first_layer is None:
         return _acc.rounding_floor(st.m + st.d, _acc.spectral_norm(M))
     s = st.s
     aa = np.abs(params.a)
-    Wa = np.abs(params.W)
+    Wa = np.abs(getattr(params, fam.first_layer))
     K = (s * s) * (aa[:, None] * np.abs(B) * aa[None, :])
     return _acc.rounding_floor(st.m + st.d, _acc.spectral_norm(Wa.T @ (K @ Wa)))
 
@@ -100,7 +93,7 @@ def contract_agop(fam, params, rtol: float):
     Mo = fam.moments(params, None, need="student", tol=tols[0])
     M = fam.agop(params, Mo)
     atol = _agop_atol(fam, params, M, getattr(Mo, "B", None))
-    if _exact_b(fam):
+    if fam.agop_closed_form:
         return M, {"error": atol, "rtol": rtol, "atol": atol, "series_tol": tols[0],
                    "within_rtol": True}
     err = np.inf
