@@ -49,8 +49,9 @@ default); it takes only ``d``, ``m`` and ``intercept`` -- the relu-family keys
 refit kinds are ``unrestricted``, ``same_budget`` and ``bounded`` (``projected`` is rejected),
 ``[train] head_lr_mult`` is the paper's head-rate multiplier, ``bias_lr_mult`` /
 ``intercept_lr_mult`` are unused, and the diagnostics' geometry is the gate geometry.
-Certification (:mod:`certify`) covers the loss and the AGOP alignment of SwiGLU students; their
-refit risks are recorded as not certified (``refit_<kind>_error``), never as a bracket.
+Certification (:mod:`certify`) covers the loss, the AGOP alignment and the refit risks of SwiGLU
+students (rigorous against additive polynomial-link teachers, numerical otherwise); a refusal is
+recorded as ``refit_<kind>_error`` with certify's message, never as a point value.
 
 References
 ----------

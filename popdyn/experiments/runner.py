@@ -27,10 +27,11 @@ arrays ``a, G, V, c`` (gates and values) in place of ``a, W, b, c``; their snaps
 recorded at the exactly fitted intercept.  What :mod:`certify` supports for them is certified:
 the AGOP alignment (``certify.alignment``) and the loss (``certify.loss``, stored as
 ``loss``: the normalized MSE bracket; rigorous for additive polynomial-link teachers,
-numerical otherwise, as its provenance says).  ``certify.refit_risk`` covers neither SwiGLU
-students nor multi-index (gated) teachers, so there the ``certify_kinds`` are recorded as
-``refit_<kind>_error`` (absent, never a bracket); the alignment of an ordinary student against a
-gated teacher is certified as usual (it depends on the teacher only through its subspace).
+numerical otherwise, as its provenance says) and the ``certify_kinds`` refit risks
+(``certify.refit_risk``).  Every family and teacher goes through the same calls: ridge students
+against gated teachers get rigorous brackets (``certify.gated``), skip students refits with v
+frozen (``certify.skip``); what certify refuses is recorded as ``<name>_error`` with its message
+(absent, never a bracket).  The alignment depends on the teacher only through its subspace.
 
 References
 ----------
@@ -383,14 +384,12 @@ def _b(br) -> dict:
 
 
 def certify_state(student, teacher, arrays, i, spec) -> dict:
-    """Certified brackets at snapshot ``i``: AGOP alignment (a_top, a_min, a_mean) and the
-    ``certify_kinds`` refit risks in units of V_Y; for students of other families than the
-    ridge one (SwiGLU, skip) also the normalized loss (``loss``, MSE / V_Y) and no refit
-    brackets (certify.refit_risk does not cover them: each kind is recorded as
-    ``refit_<kind>_error``).  A failure to certify is recorded (as
-    ``error``), never replaced by a point value."""
-    fam = family_of(student)
-    ridge = fam.name == "ridge"          # certify.refit_risk covers the ridge family only
+    """Certified brackets at snapshot ``i``: AGOP alignment (a_top, a_min, a_mean), the
+    normalized loss (``loss``, MSE / V_Y) and the ``certify_kinds`` refit risks in units of V_Y,
+    for every student family and teacher :mod:`certify` covers (ridge, skip and SwiGLU students;
+    additive, network, gated and multi-index teachers; each bracket tagged rigorous or
+    numerical by certify).  A failure or refusal to certify is recorded (as ``<name>_error``
+    with certify's message), never replaced by a point value."""
     p = params_from(student, arrays, i)
     out = {"n": int(arrays["snap_n"][i])}
     dg = spec["diagnostics"]
@@ -404,18 +403,11 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
         out.update({"a_top": _b(al.a_top), "a_min": _b(al.a_min), "a_mean": _b(al.a_mean)})
     except Exception as exc:
         out["alignment_error"] = f"{type(exc).__name__}: {exc}"
-    if not ridge:
-        try:
-            out["loss"] = _b(certify.loss(student, p, teacher, prec=prec).normalized)
-        except Exception as exc:
-            out["loss_error"] = f"{type(exc).__name__}: {exc}"
-    unsupported = (f"{fam.label} students" if not ridge else
-                   "multi-index (gated) teachers" if not teacher.ridge else None)
+    try:
+        out["loss"] = _b(certify.loss(student, p, teacher, prec=prec).normalized)
+    except Exception as exc:
+        out["loss_error"] = f"{type(exc).__name__}: {exc}"
     for kind in dg.get("certify_kinds", ["same_budget"]):
-        if unsupported:
-            out[f"refit_{kind}_error"] = ("not certified: certify.refit_risk does not support "
-                                          f"{unsupported}")
-            continue
         try:
             budget = dg.get("budget") if kind in ("bounded", "projected") else None
             rf = certify.refit_risk(student, p, teacher, kind=kind, budget=budget, prec=prec)
