@@ -8,19 +8,48 @@ student's ``family.name`` up, so they never import the modules that import them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Optional
+
 #: family name -> loss(student, params, teacher, *, prec) -> LossBracket
 LOSS: dict = {}
 #: family name -> alignment(student, params, U, *, prec) -> AlignmentBracket
 ALIGNMENT: dict = {}
 #: families whose ``LOSS`` entry also takes ``grad=True`` (a certified gradient)
 GRAD: set = set()
-#: family name -> refit(student, params, teacher, prec, *, base) -> (G, g, V, moments): the
-#: refit quadratic, given the ridge builder ``base`` that :mod:`certify.refit` chose
+#: family name -> RefitEntry: how :func:`certify.refit_risk` builds the refit quadratic
+#: (G, g, V, moments) of that family
 REFIT: dict = {}
 
 
-def register(name: str, *, loss=None, alignment=None, grad: bool = False, refit=None) -> None:
-    """Register the certifiers of the student family ``name``."""
+@dataclass(frozen=True)
+class RefitEntry:
+    """A family's certified refit builder.
+
+    Attributes
+    ----------
+    build : callable
+        ``build(student, params, teacher, prec) -> (G, g, V, moments)`` when ``standalone``;
+        otherwise ``build(student, params, teacher, prec, *, base)``, given the ridge builder
+        ``base`` that :mod:`certify.refit` chose for the teacher (the family extends the ridge
+        problem, as the skip family does).
+    standalone : bool
+        True when the family checks its own arguments and covers its own teachers (SwiGLU);
+        the ridge checks and coverage rules of :mod:`certify.refit` are then not applied.
+    kinds : tuple of str or None
+        The refit kinds the family defines (None: every kind of
+        :data:`popdyn.diagnostics.refit.KINDS`).
+    """
+
+    build: Callable
+    standalone: bool = False
+    kinds: Optional[tuple] = None
+
+
+def register(name: str, *, loss=None, alignment=None, grad: bool = False, refit=None,
+             refit_standalone: bool = False, refit_kinds=None) -> None:
+    """Register the certifiers of the student family ``name`` (see :class:`RefitEntry` for
+    ``refit``, ``refit_standalone`` and ``refit_kinds``)."""
     if loss is not None:
         LOSS[name] = loss
         if grad:
@@ -28,4 +57,5 @@ def register(name: str, *, loss=None, alignment=None, grad: bool = False, refit=
     if alignment is not None:
         ALIGNMENT[name] = alignment
     if refit is not None:
-        REFIT[name] = refit
+        REFIT[name] = RefitEntry(refit, bool(refit_standalone),
+                                 None if refit_kinds is None else tuple(refit_kinds))

@@ -308,40 +308,35 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     """
     prec = A.check_prec(prec)
     kind = check_kind(kind)
-    swiglu = student.family.name == "swiglu"
-    if swiglu:
-        from .swiglu import swiglu_refit_problem
-        if kind == "projected":
-            raise ValueError("`kind`='projected' is not defined for SwiGLU students; use one of "
-                             "'unrestricted', 'same_budget', 'bounded'")
-        if U is not None:
-            raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
-        _problem_of = swiglu_refit_problem
+    entry = _families.REFIT.get(student.family.name)    # ridge (below), skip, swiglu
+    if entry is None:
+        raise CertificationError(
+            f"certified refit covers the families {sorted(_families.REFIT)}, not "
+            f"{student.family.label} students", hint="use popdyn.diagnostics.refit_risk for a "
+            "float64 value")
+    if entry.kinds is not None and kind not in entry.kinds:
+        raise ValueError(f"`kind`={kind!r} is not defined for {student.family.label} students; "
+                         f"use one of {', '.join(repr(k) for k in entry.kinds)}")
+    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
+    if entry.standalone:
+        # the family checks its own arguments and covers its own teachers
+        _problem_of = entry.build
     else:
         _check(student, params, teacher)
         _problem_of = _problem
-    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
-    fam_refit = _families.REFIT.get(student.family.name)      # e.g. certify.skip
-    if student.family.name not in ("ridge", "swiglu") and fam_refit is None:
-        raise CertificationError(
-            f"certified refit covers ridge and SwiGLU students, not {student.family.label} "
-            "students", hint="use popdyn.diagnostics.refit_risk for a float64 value")
-    if swiglu:
-        pass
-    elif not student_supported(student):       # pragma: no cover - every activation is covered
-        raise CertificationError(
-            f"certified refit does not cover {student.activation!r} students",
-            hint="use popdyn.diagnostics.refit_risk for a float64 value")
-    covered, rig = (True, True) if swiglu else pair_supported(student, teacher)
-    if not swiglu and not covered:
-        covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
-    if not covered and not teacher.ridge:
-        _problem_of = _multi_index_problem      # other multi-index teachers: numerical
-    elif not covered:
-        raise CertificationError("certified refit needs a PL teacher network or an additive "
-                                 "teacher", hint="use popdyn.diagnostics.refit_risk")
-    if fam_refit is not None:
-        _problem_of = functools.partial(fam_refit, base=_problem_of)
+        if not student_supported(student):      # pragma: no cover - every activation is covered
+            raise CertificationError(
+                f"certified refit does not cover {student.activation!r} students",
+                hint="use popdyn.diagnostics.refit_risk for a float64 value")
+        covered, _ = pair_supported(student, teacher)
+        if not covered:
+            covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
+        if not covered and not teacher.ridge:
+            _problem_of = _multi_index_problem      # other multi-index teachers: numerical
+        elif not covered:
+            raise CertificationError("certified refit needs a PL teacher network or an "
+                                     "additive teacher", hint="use popdyn.diagnostics.refit_risk")
+        _problem_of = functools.partial(entry.build, base=_problem_of)
     if kind == "projected":
         Sx, axes = teacher_frame(teacher if U is None else U, student.d)
         params = params.replace(W=snap_to_axes(params.W, Sx, axes))
@@ -507,3 +502,11 @@ def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
     rn = A.vec_norm_upper(Dr)
     lb = _quad(G, g, V, aa) - arb(rn) * arb(rn) / arb(lmin)
     return A.lower(lb) if lb.is_finite() else None
+
+
+def _ridge_refit_problem(student, params, teacher, prec, *, base):
+    """The ridge family's refit quadratic: the builder ``base`` chosen above, unchanged."""
+    return base(student, params, teacher, prec)
+
+
+_families.register("ridge", refit=_ridge_refit_problem)

@@ -728,7 +728,9 @@ def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket
     return alignment_from_matrix(M, U, prec=prec, provenance="rigorous")
 
 
-_families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment)
+_families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment,
+                   refit=swiglu_refit_problem, refit_standalone=True,
+                   refit_kinds=("unrestricted", "same_budget", "bounded"))
 
 
 _MO_CLEAR_HOOKS.append(_SETUP_CACHE.clear)    # certify.moments.clear_cache clears this cache too
