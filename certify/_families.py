@@ -9,7 +9,7 @@ student's ``family.name`` up, so they never import the modules that import them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 #: family name -> loss(student, params, teacher, *, prec) -> LossBracket
 LOSS: dict = {}
@@ -36,20 +36,18 @@ class RefitEntry:
     standalone : bool
         True when the family checks its own arguments and covers its own teachers (SwiGLU);
         the ridge checks and coverage rules of :mod:`certify.refit` are then not applied.
-    kinds : tuple of str or None
-        The refit kinds the family defines (None: every kind of
-        :data:`popdyn.diagnostics.refit.KINDS`).
+
+    The refit kinds are the family's own (``student.family.refit_kinds``), as on the float side.
     """
 
     build: Callable
     standalone: bool = False
-    kinds: Optional[tuple] = None
 
 
 def register(name: str, *, loss=None, alignment=None, grad: bool = False, refit=None,
-             refit_standalone: bool = False, refit_kinds=None) -> None:
+             refit_standalone: bool = False) -> None:
     """Register the certifiers of the student family ``name`` (see :class:`RefitEntry` for
-    ``refit``, ``refit_standalone`` and ``refit_kinds``)."""
+    ``refit`` and ``refit_standalone``)."""
     if loss is not None:
         LOSS[name] = loss
         if grad:
@@ -57,5 +55,4 @@ def register(name: str, *, loss=None, alignment=None, grad: bool = False, refit=
     if alignment is not None:
         ALIGNMENT[name] = alignment
     if refit is not None:
-        REFIT[name] = RefitEntry(refit, bool(refit_standalone),
-                                 None if refit_kinds is None else tuple(refit_kinds))
+        REFIT[name] = RefitEntry(refit, bool(refit_standalone))

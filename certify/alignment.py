@@ -302,12 +302,17 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
     """
     prec = A.check_prec(prec)
     fam = family_of(student)
-    if fam.name in _families.ALIGNMENT:          # e.g. SwiGLU students: certify.swiglu (issue 4)
-        return _families.ALIGNMENT[fam.name](student, params, U, prec=prec)
-    fam.check(params)
-    if fam.name != "ridge":
-        raise CertificationError(f"certified AGOP alignment is not implemented for {fam.label} "
-                                 "students", hint="use popdyn.diagnostics.alignment for a float64 value")
+    certifier = _families.ALIGNMENT.get(fam.name)     # ridge (below), swiglu, ...
+    if certifier is None:
+        raise CertificationError(
+            f"certified AGOP alignment covers the families {sorted(_families.ALIGNMENT)}, not "
+            f"{fam.label} students", hint="use popdyn.diagnostics.alignment for a float64 value")
+    return certifier(student, params, U, prec=prec)
+
+
+def _ridge_alignment(student, params, U, *, prec: int) -> AlignmentBracket:
+    """:func:`alignment` for the ridge family (relu, leaky relu and the smooth activations)."""
+    family_of(student).check(params)
     U = check_subspace(U, student.d)
     if not student_supported(student):
         raise CertificationError(
@@ -340,3 +345,6 @@ def _retry_exact(res) -> bool:
         if not b.resolved and math.isfinite(g.hi) and g.mid > GAP_RETRY * lam1:
             return True
     return False
+
+
+_families.register("ridge", alignment=_ridge_alignment)

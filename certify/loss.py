@@ -152,19 +152,24 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
     if not isinstance(grad, bool):
         raise TypeError(f"`grad` must be a bool, got {grad!r}")
     fam = family_of(student)
-    if fam.name in _families.LOSS:       # e.g. SwiGLU students: certify.swiglu (issue 4)
-        if grad and fam.name in _families.GRAD:
-            return _families.LOSS[fam.name](student, params, teacher, prec=prec, grad=True)
-        if grad:
-            raise CertificationError(f"the gradient of a {fam.label} student is not certified",
-                                     hint="grad=False (the loss), or popdyn.population_grad")
-        return _families.LOSS[fam.name](student, params, teacher, prec=prec)
-    _check_inputs(student, params, teacher)
-    if fam.name != "ridge":              # no certified moments for this family's extra terms
+    certifier = _families.LOSS.get(fam.name)    # ridge (below), skip, swiglu
+    if certifier is None:                       # no certified moments for this family's terms
+        _check_inputs(student, params, teacher)
         if grad:
             raise CertificationError(f"the gradient of a {fam.label} student is not certified",
                                      hint="grad=False (the loss), or popdyn.population_grad")
         return _numerical_loss(student, params, teacher, prec)
+    if grad and fam.name not in _families.GRAD:
+        raise CertificationError(f"the gradient of a {fam.label} student is not certified",
+                                 hint="grad=False (the loss), or popdyn.population_grad")
+    if grad:
+        return certifier(student, params, teacher, prec=prec, grad=True)
+    return certifier(student, params, teacher, prec=prec)
+
+
+def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = False):
+    """:func:`loss` for the ridge family (relu, leaky relu and the smooth activations)."""
+    _check_inputs(student, params, teacher)
     if not teacher.ridge:
         # gated / multi-index teachers: the float64 engine's value ± twice its estimated error
         # (``numerical``; docs/design.md §6)
@@ -309,3 +314,6 @@ def _numerical_loss(student, params, teacher, prec):
     ey = teacher.mean
     mb = Bracket.enclosing(ey - verr, ey + verr, provenance="numerical", note=note)
     return LossBracket(Lb, mse, nb, vb, mb, "numerical", prec, None, (note,))
+
+
+_families.register("ridge", loss=_ridge_family_loss, grad=True)

@@ -314,9 +314,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             f"certified refit covers the families {sorted(_families.REFIT)}, not "
             f"{student.family.label} students", hint="use popdyn.diagnostics.refit_risk for a "
             "float64 value")
-    if entry.kinds is not None and kind not in entry.kinds:
+    kinds = student.family.refit_kinds                  # the float side's kinds
+    if kind not in kinds:
         raise ValueError(f"`kind`={kind!r} is not defined for {student.family.label} students; "
-                         f"use one of {', '.join(repr(k) for k in entry.kinds)}")
+                         f"use one of {', '.join(repr(k) for k in kinds)}")
     budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
     if entry.standalone:
         # the family checks its own arguments and covers its own teachers

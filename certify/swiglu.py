@@ -729,8 +729,7 @@ def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket
 
 
 _families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment,
-                   refit=swiglu_refit_problem, refit_standalone=True,
-                   refit_kinds=("unrestricted", "same_budget", "bounded"))
+                   refit=swiglu_refit_problem, refit_standalone=True)
 
 
 _MO_CLEAR_HOOKS.append(_SETUP_CACHE.clear)    # certify.moments.clear_cache clears this cache too

@@ -89,6 +89,8 @@ class StudentFamily(Protocol):
         The (m, d) field the ``projected`` refit snaps to the teacher axes.
     fused : bool
         Whether the fused piecewise-linear kernels of :mod:`popdyn.dynamics` apply.
+    finite_sample : bool
+        Whether :mod:`popdyn.finite` (empirical loss, finite-sample GD / SGD) implements it.
     fitted_intercept : bool
         True when the intercept is refitted exactly at every visited state (profiled loss).
     agop_closed_form : bool

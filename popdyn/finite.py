@@ -51,9 +51,9 @@ __all__ = ["METHODS", "draw", "empirical_loss", "empirical_loss_and_grad", "deco
 def _check_student(student, params, name="params"):
     if not isinstance(student, Student):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
-    if student.family.name != "ridge":
-        raise ValueError(f"finite-sample training is implemented for ridge students; "
-                         f"a {student.family.label} student is not supported")
+    if not student.family.finite_sample:
+        raise ValueError(f"finite-sample training is implemented for relu-family students "
+                         f"without a skip; a {student.family.label} student is not supported")
     student.check(params, name)
 
 

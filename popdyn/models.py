@@ -275,6 +275,8 @@ class RidgeFamily:
     fitted_intercept = False
     #: the fused PL kernels of :mod:`popdyn.dynamics` apply to this family
     fused = True
+    #: :mod:`popdyn.finite` (empirical loss, finite-sample GD / SGD) implements this family
+    finite_sample = True
 
     def __init__(self, student):
         self.student = student

@@ -94,6 +94,7 @@ class SkipFamily(RidgeFamily):
     label = "skip"
     fields = ("a", "W", "b", "v", "c")
     fused = False
+    finite_sample = False
 
     def __init__(self, student):
         super().__init__(student)

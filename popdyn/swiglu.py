@@ -657,6 +657,7 @@ class SwiGLUFamily:
     geometry_kind = "gate"
     first_layer = None
     fused = False
+    finite_sample = False
     #: the SwiGLU AGOP comes from Hermite series (refined under the rtol contract)
     agop_closed_form = False
 

@@ -1,5 +1,5 @@
 """certify.refit_risk dispatches through the family registry (certify._families.REFIT): every
-family the engine registers has a certified refit builder, SwiGLU's kinds are its own, and a
+family the engine registers has a certified refit builder, the kinds are the family's own (as on the float side), and a
 family with no builder is refused with a CertificationError, not a wrong bracket."""
 import numpy as np
 import pytest
@@ -16,9 +16,7 @@ def test_every_engine_family_has_a_certified_refit():
 
 
 def test_swiglu_kinds_are_the_familys_own():
-    assert _families.REFIT["swiglu"].kinds == ("unrestricted", "same_budget", "bounded")
-    assert _families.REFIT["swiglu"].standalone
-    assert not _families.REFIT["ridge"].standalone and _families.REFIT["ridge"].kinds is None
+    assert _families.REFIT["swiglu"].standalone and not _families.REFIT["ridge"].standalone
     T = popdyn.Teacher.additive("h2", np.eye(4)[:1])
     S = popdyn.SwiGLUStudent(4, 3)
     p = S.init(0, 0.5, T)
@@ -35,3 +33,13 @@ def test_unregistered_family_is_refused(monkeypatch):
     monkeypatch.delitem(_families.REFIT, "skip")
     with pytest.raises(CertificationError, match="not skip students"):
         certify.refit_risk(S, p, T)
+
+
+def test_alignment_dispatches_through_the_registry(monkeypatch):
+    assert {"ridge", "swiglu"} <= set(_families.ALIGNMENT)
+    T = popdyn.Teacher.additive("h2", np.eye(4)[:1])
+    S = popdyn.SwiGLUStudent(4, 3)
+    p = S.init(0, 0.5, T)
+    monkeypatch.delitem(_families.ALIGNMENT, "swiglu")
+    with pytest.raises(CertificationError, match="not SwiGLU students"):
+        certify.alignment(S, p, T)
