@@ -57,6 +57,11 @@ Usage:
         ratio-prefix endpoint E, A_min, A_mean and the loss at E, and A_min, loss at update 200
         and the first update where A_min >= 0.986 with the loss there.  Steps only move the
         clock (P6), so what a reading changes on the path shows here.
+    python benchmarks/protocol_probes.py force NSEEDS
+        Probe P12: the relative initial force rho = m |grad L(theta_0)| / |theta_0| (per unit
+        mean-field step; a, W, b) of the Table 2 (d = 64, s = 0.01, four teachers) and Figure 1
+        (d = 16, s = 1e-4, raw SiLU) initializations, seeds 0..NSEEDS-1: a step "set from the
+        initial force" (relative displacement h per update) would be h / rho.
 """
 import sys
 import time
@@ -353,8 +358,26 @@ def path_probe(link, seed, d, lr, s, variant, m=32, maxu=None):
     return out
 
 
+def force_probe(link, seed, d, s, m=32):
+    """P12: m |grad L(theta_0)|_2 / |theta_0|_2 over (a, W, b), E[y^2] = 1, mean-field."""
+    T = popdyn.Teacher.additive(link, np.eye(d)[:2]).normalized("second_moment")
+    S = popdyn.Student(d, m, intercept=False, scaling="mean_field")
+    p = S.init(seed, s, None)
+    g = popdyn.population_grad(S, p, T)
+    v = lambda q: np.concatenate([np.ravel(q.a), np.ravel(q.W), np.ravel(q.b)])
+    return m * np.linalg.norm(v(g)) / np.linalg.norm(v(p))
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "force":
+        nseeds = int(a[2])
+        for d, sc, links in ((64, 0.01, ["silu", "silu_centered", "relu", "sin"]), (16, 1e-4, ["silu"])):
+            for link in links:
+                r = [force_probe(link, sd, d, sc) for sd in range(nseeds)]
+                print(f"force d={d} s={sc:g} {link}: rho {np.round(r, 4).tolist()} -> step h/rho "
+                      f"= {0.05 / np.median(r):.3f} (adopted: 0.05)", flush=True)
+        raise SystemExit(0)
     if a[1] == "path":
         d, nseeds, lr, sc, variant = int(a[2]), int(a[3]), float(a[4]), float(a[5]), a[6]
         links = a[7:] or (["silu", "silu_centered", "relu", "sin"] if d == 64 else ["silu"])
