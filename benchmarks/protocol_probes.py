@@ -49,6 +49,19 @@ Usage:
         on the frozen features at 0 and at P split into the teacher's parts, y = h3 + 0.3 h2:
         the risks of h3 alone, of h2 alone and of the mixture on the same features, and the
         mixture's residual shares of h3, of 0.3 h2 and their cross term (units of V_Y = 1.09).
+    python benchmarks/protocol_probes.py path D NSEEDS LR SCALE VARIANT [LINK ...]
+        Probe P11 (docs/protocol.md): the clock-free path of one ReLU-student run under the
+        adopted reading (mean-field, no intercept, E[y^2] = 1), D = 64 (Table 2: m = 32) or 16
+        (Figure 1 / Table 1: m = 32), seeds 0..NSEEDS-1, step LR, initialization scale SCALE and
+        convention VARIANT (norm | entry | a_fanin | b_zero | fanin_b0, see init_variant): the 5%
+        ratio-prefix endpoint E, A_min, A_mean and the loss at E, and A_min, loss at update 200
+        and the first update where A_min >= 0.986 with the loss there.  Steps only move the
+        clock (P6), so what a reading changes on the path shows here.
+    python benchmarks/protocol_probes.py force NSEEDS
+        Probe P12: the relative initial force rho = m |grad L(theta_0)| / |theta_0| (per unit
+        mean-field step; a, W, b) of the Table 2 (d = 64, s = 0.01, four teachers) and Figure 1
+        (d = 16, s = 1e-4, raw SiLU) initializations, seeds 0..NSEEDS-1: a step "set from the
+        initial force" (relative displacement h per update) would be h / rho.
 """
 import sys
 import time
@@ -303,8 +316,84 @@ def refitparts_probe(store, nseeds):
         print(f"{rec['label']} run, seed {rec['seed']}: at 0: {out[0]}\n    at P: {out[1]}", flush=True)
 
 
+def init_variant(S, seed, s, variant):
+    """Initial parameters of a bias-carrying ReLU student under one initialization convention:
+    "norm" (a, b ~ N(0, s^2), W ~ N(0, s^2/d), popdyn's default), "entry" (W ~ N(0, s^2)),
+    "a_fanin" (the head drawn at s/sqrt(m), the fan-in of the output layer), "b_zero" (zero
+    biases) and "fanin_b0" (both)."""
+    conv = "entry" if variant == "entry" else "norm"
+    p = S.init(seed, s, None, convention=conv)
+    if variant in ("a_fanin", "fanin_b0"):
+        p = p.replace(a=p.a / np.sqrt(S.m))
+    if variant in ("b_zero", "fanin_b0"):
+        p = p.replace(b=0 * p.b)
+    if variant not in ("norm", "entry", "a_fanin", "b_zero", "fanin_b0"):
+        raise ValueError(f"variant must be norm | entry | a_fanin | b_zero | fanin_b0, got {variant!r}")
+    return p
+
+
+def path_probe(link, seed, d, lr, s, variant, m=32, maxu=None):
+    """P11: E (5% ratio prefix), A_min / A_mean / loss (units of E[y^2] = 1) at E, at update
+    200, and the first update with A_min >= 0.986 (the Figure 1 value) with the loss there."""
+    T = popdyn.Teacher.additive(link, np.eye(d)[:2]).normalized("second_moment")
+    S = popdyn.Student(d, m, intercept=False, scaling="mean_field")
+    p = init_variant(S, seed, s, variant)
+    maxu = maxu or int(round((60 if d <= 16 else 30) / lr))
+    tr = popdyn.train(S, p, T, method="gd", lr=lr, max_updates=maxu,
+                      schedule=popdyn.Schedule(every=1, early=()))
+    ell = 2 * tr.loss
+    E = plateau(ell, ratio=0.05).end_n
+    n200 = min(200, maxu)
+    idx = {int(k): i for i, k in enumerate(tr.snap_n)}
+    amin = lambda n: alignment(popdyn.agop(S, tr.snapshot(idx[n])), T.subspace)
+    out = {"E": E, "lrE": lr * E}
+    for tag, n in (("E", E), ("200", n200)):
+        al = amin(n)
+        out[f"Amin_{tag}"], out[f"Amean_{tag}"], out[f"loss_{tag}"] = al.a_min, al.a_mean, ell[n]
+    out["Amin_0"] = amin(0).a_min
+    step = max(1, int(round(0.5 / lr)))
+    hit = next((n for n in range(0, maxu + 1, step) if amin(n).a_min >= 0.986), None)
+    out["n986"] = hit if hit is not None else -1
+    out["loss986"] = ell[hit] if hit is not None else float("nan")
+    return out
+
+
+def force_probe(link, seed, d, s, m=32):
+    """P12: m |grad L(theta_0)|_2 / |theta_0|_2 over (a, W, b), E[y^2] = 1, mean-field."""
+    T = popdyn.Teacher.additive(link, np.eye(d)[:2]).normalized("second_moment")
+    S = popdyn.Student(d, m, intercept=False, scaling="mean_field")
+    p = S.init(seed, s, None)
+    g = popdyn.population_grad(S, p, T)
+    v = lambda q: np.concatenate([np.ravel(q.a), np.ravel(q.W), np.ravel(q.b)])
+    return m * np.linalg.norm(v(g)) / np.linalg.norm(v(p))
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "force":
+        nseeds = int(a[2])
+        for d, sc, links in ((64, 0.01, ["silu", "silu_centered", "relu", "sin"]), (16, 1e-4, ["silu"])):
+            for link in links:
+                r = [force_probe(link, sd, d, sc) for sd in range(nseeds)]
+                print(f"force d={d} s={sc:g} {link}: rho {np.round(r, 4).tolist()} -> step h/rho "
+                      f"= {0.05 / np.median(r):.3f} (adopted: 0.05)", flush=True)
+        raise SystemExit(0)
+    if a[1] == "path":
+        d, nseeds, lr, sc, variant = int(a[2]), int(a[3]), float(a[4]), float(a[5]), a[6]
+        links = a[7:] or (["silu", "silu_centered", "relu", "sin"] if d == 64 else ["silu"])
+        for link in links:
+            t0 = time.time()
+            rows = [path_probe(link, sd, d, lr, sc, variant) for sd in range(nseeds)]
+            med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+            mean = {k: float(np.mean([r[k] for r in rows])) for k in ("Amin_200", "loss_200", "Amin_E")}
+            print(f"path d={d} lr={lr:g} s={sc:g} {variant} {link}: seeds 0-{nseeds - 1} means "
+                  + " ".join(f"{k} {v:.4g}" for k, v in mean.items()) + "; medians "
+                  + " ".join(f"{k} {v:.4g}" for k, v in med.items())
+                  + f" | per seed E {[r['E'] for r in rows]} Amin_E "
+                  + str([round(r['Amin_E'], 3) for r in rows]) + " Amin_200 "
+                  + str([round(r['Amin_200'], 3) for r in rows]) + " n986 "
+                  + str([r['n986'] for r in rows]) + f" [{time.time() - t0:.0f}s]", flush=True)
+        raise SystemExit(0)
     if a[1] == "links":
         links_probe(a[2], int(a[3]), a[4:])
         raise SystemExit(0)
