@@ -36,10 +36,11 @@ import numpy as np
 from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
 from .mehler import pl_link_sums
-from .plmoments import (ATOL, MAXINT, QTOL, RTOL, pl_first_moments_units,
-                        pl_pair_moments_units, pl_self_moments_units, pl_units)
+from .plmoments import (ATOL, MAXINT, QTOL, RTOL, _list_scratch, pl_first_moments_units,
+                        pl_pair_moments_ws, pl_self_moments_ws, pl_units)
 
-__all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad", "pl_loss_grad", "pl_loss_grad_values", "pl_gd"]
+__all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad",
+           "pl_loss_grad", "pl_loss_grad_values", "pl_gd", "workspace"]
 
 # status codes of pl_gd
 # (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
@@ -74,26 +75,52 @@ def directions(W):
 
 
 @jit
-def _student(p, q, W, b, bias):
+def workspace(m, d):
+    """The scratch of one loss-and-gradient evaluation of an m-unit student in dimension d
+    (:func:`_loss_grad_values`): α, θ, ok; R, 1 − R, 1 + R; A, D; the lower-triangle scratch
+    AL, DL and the pair lists' workspaces (WS, WI, WB) of
+    :func:`popdyn._kernels.plmoments.pl_self_moments_ws`; a ∘ W, B(a ∘ W), Bᵗ(v ∘ α*θ*).
+
+    None of it is returned by the evaluation, so one workspace serves every step of a GD loop
+    (:func:`pl_gd`) and every call of :func:`pl_loss_grad_values` of that shape: at m = 256 the
+    m×m arrays were ~2.5 MB a step, freshly mapped and faulted in page by page (~600 page
+    faults a step).  Results are unchanged: every entry read is written first in each step."""
+    WS, WI, WB = _list_scratch()
+    return (np.empty(m), np.empty((m, d)), np.empty(m, dtype=np.bool_),
+            np.empty((m, m)), np.empty((m, m)), np.empty((m, m)),
+            np.empty((m, m)), np.empty((m, m)), np.empty((m, m)), np.empty((m, m)),
+            WS, WI, WB, np.empty((m, d)), np.empty((m, d)), np.empty((m, d)))
+
+
+@jit
+def _student_ws(p, q, W, b, bias, ws, C, B):
+    """α, θ, ok, β, p, q, U, A, D, μ0, μ1, μ2 of :func:`_student` with the scratch of
+    :func:`workspace` (α, θ, ok, A and D are its arrays) and C, B filled."""
     m = W.shape[0]
-    al, th, ok = directions(W)
+    al, th, ok, R, OMR, OPR, A, D, AL, DL, WS, WI, WB = ws[:13]
+    _directions(W, al, th, ok)
     be = b.copy() if bias else np.zeros(m)
     pv = np.full(m, p)
     qv = np.full(m, q)
-    R = th @ th.T
-    OMR = np.empty((m, m))
-    OPR = np.empty((m, m))
+    np.dot(th, th.T, R)
     pair_geometry_self(th, ok, R, OMR, OPR)
-    C = np.empty((m, m))
-    B = np.empty((m, m))
-    A = np.empty((m, m))
-    D = np.empty((m, m))
     U = pl_units(pv, qv, al, be)        # once for the self, first and PL cross moments
-    pl_self_moments_units(U, pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT)
+    pl_self_moments_ws(U, pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT,
+                       AL, DL, WS, WI, WB)
     mu0 = np.empty(m)
     mu1 = np.empty(m)
     mu2 = np.empty(m)
     pl_first_moments_units(U, mu0, mu1, mu2)
+    return al, th, ok, be, pv, qv, U, A, D, mu0, mu1, mu2
+
+
+@jit
+def _student(p, q, W, b, bias):
+    m, d = W.shape
+    C = np.empty((m, m))
+    B = np.empty((m, m))
+    al, th, ok, be, pv, qv, U, A, D, mu0, mu1, mu2 = _student_ws(p, q, W, b, bias,
+                                                                 workspace(m, d), C, B)
     return al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2
 
 
@@ -116,9 +143,21 @@ def pl_moments(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, tto
     trunc): ``trunc`` (m,) bounds the per-unit truncation of the Hermite cross sums
     (:func:`popdyn._kernels.mehler.pl_link_sums`).
     """
+    m, d = W.shape
+    C = np.empty((m, m))
+    B = np.empty((m, m))
+    return _pl_moments_ws(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol,
+                          grad, workspace(m, d), C, B)
+
+
+@jit
+def _pl_moments_ws(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, grad,
+                   ws, C, B):
+    """:func:`pl_moments` with the scratch of :func:`workspace` (α, θ, A and D are its
+    arrays) and C, B the caller's outputs."""
     k = tth.shape[0]
     m = W.shape[0]
-    al, th, ok, be, pv, qv, U, C, B, A, D, mu0, mu1, mu2 = _student(p, q, W, b, bias)
+    al, th, ok, be, pv, qv, U, A, D, mu0, mu1, mu2 = _student_ws(p, q, W, b, bias, ws, C, B)
     # student–teacher
     Rt = th @ tth.T
     OMRt = np.empty((m, k))
@@ -129,8 +168,9 @@ def pl_moments(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, tto
     At = np.zeros((m, k))
     Dt = np.zeros((m, k))
     if tpl:
-        pl_pair_moments_units(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
-                              Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT)
+        WS, WI, WB = ws[10:13]
+        pl_pair_moments_ws(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
+                           Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT, WS, WI, WB)
     trunc = np.zeros(m)
     if H.shape[0] > 0:
         pl_link_sums(p, q, al, be, Rt, H, dH, L1, ttol, grad, Ct, Bt, At, Dt, trunc)
@@ -155,6 +195,18 @@ def ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, B
     ``vU`` = v ∘ α*θ* (rows), the teacher term of ∂L/∂W (a multi-index teacher's Bt has one
     column per index direction, so the caller forms it)."""
     m, d = W.shape
+    return _ridge_grad_ws(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt,
+                          At, Dt, v, vU, ey, ga, gW, gb, np.empty((m, d)), np.empty((m, d)),
+                          np.empty((m, d)))
+
+
+@jit
+def _ridge_grad_ws(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
+                   v, vU, ey, ga, gW, gb, aW, T1, T2):
+    """:func:`ridge_grad` with the scratch aW = a ∘ W, T1 = B(a ∘ W), T2 = Bᵗ(v ∘ α*θ*)
+    (m×d each): the same products (BLAS, into the scratch) and the same elementwise
+    operations in the same order, s·T1 − T2, as the array expression s (B @ aW) − Bt @ vU."""
+    m, d = W.shape
     Ca = C @ a
     Ctv = Ct @ v
     for i in range(m):
@@ -169,15 +221,18 @@ def ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, B
         for i in range(m):
             gb[i] = 0.0
     scal = s * (A @ a) + c * mu2 - At @ v
-    aW = np.empty((m, d))
     for i in range(m):
         for j in range(d):
             aW[i, j] = a[i] * W[i, j]
-    inner = s * (B @ aW) - Bt @ vU
+    np.dot(B, aW, T1)
+    if vU.shape[0] > 0:
+        np.dot(Bt, vU, T2)
+    else:
+        T2[:, :] = 0.0
     for i in range(m):
         f = s * a[i]
         for j in range(d):
-            gW[i, j] = f * (th[i, j] * scal[i] + inner[i, j])
+            gW[i, j] = f * (th[i, j] * scal[i] + (s * T1[i, j] - T2[i, j]))
     return gc
 
 
@@ -217,29 +272,56 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     -------
     (L, ∂L/∂c): :func:`ridge_loss` and :func:`ridge_grad` of the moments of :func:`pl_moments`.
     """
-    L, gc, _, _, _, _ = pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal,
-                                            tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-                                            ga, gW, gb)
+    m, d = W.shape
+    L, gc, _, _, _, _ = _loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal,
+                                          tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                                          ga, gW, gb, workspace(m, d), np.empty((m, m)),
+                                          np.empty((m, m)))
     return L, gc
 
 
-@jit
+#: workspaces of :func:`pl_loss_grad_values` by shape (m, d): a few, dropped all at once
+_WORKSPACES = {}
+_WORKSPACES_MAX = 4
+
+
 def pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
                         tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
                         ga, gW, gb):
     """:func:`pl_loss_grad`, returning also the moments the diagnostics read at this state:
     (L, ∂L/∂c, C, B, μ0, Ct), the same bits as ``popdyn._moments.moments(..., need="values")``
-    (issue 18: the diagnostics at a checkpoint reuse the moments of the step that produced it)."""
-    (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, _) = pl_moments(
-        p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, True)
+    (issue 18: the diagnostics at a checkpoint reuse the moments of the step that produced it).
+
+    The compiled :func:`_loss_grad_values` with a :func:`workspace` kept per shape (m, d)
+    between calls (none of it is returned: C, B, μ0 and Ct are fresh arrays).  Safe across
+    threads: the kernels hold the GIL (no ``nogil``), so two calls never run at once."""
+    m, d = W.shape
+    ws = _WORKSPACES.get((m, d))
+    if ws is None:
+        if len(_WORKSPACES) >= _WORKSPACES_MAX:
+            _WORKSPACES.clear()
+        ws = _WORKSPACES[(m, d)] = workspace(m, d)
+    return _loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal, tbe, tp, tq,
+                             tpl, H, dH, L1, ttol, v, UT, ey, ey2, ga, gW, gb, ws,
+                             np.empty((m, m)), np.empty((m, m)))
+
+
+@jit
+def _loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
+                      tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                      ga, gW, gb, ws, C, B):
+    """:func:`pl_loss_grad_values` with the scratch ``ws`` of :func:`workspace` and the m×m
+    outputs C, B (returned)."""
+    (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, _) = _pl_moments_ws(
+        p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, True, ws, C, B)
     L = ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2)
     k, d = UT.shape
     vU = np.empty((k, d))
     for i in range(k):
         for j in range(d):
             vU[i, j] = v[i] * UT[i, j]
-    gc = ridge_grad(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt,
-                    v, vU, ey, ga, gW, gb)
+    gc = _ridge_grad_ws(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At,
+                        Dt, v, vU, ey, ga, gW, gb, ws[13], ws[14], ws[15])
     return L, gc, C, B, mu0, Ct
 
 
@@ -284,6 +366,11 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
     fa = np.empty(m)
     fb = np.empty(m)
     fW = np.empty((m, d))
+    ws = workspace(m, d)
+    # C, B of the proposal: two buffers, alternating (the accepted state's are returned)
+    CB = np.empty((2, m, m))
+    BB = np.empty((2, m, m))
+    nb = 0
     n = 0
     t = t0
     status = RUNNING
@@ -297,9 +384,10 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         if not _finite(qa, qW, qb, qc):
             status = DIVERGED_STEP
             break
-        Lq, gcq, Cq, Bq, mu0q, Ctq = pl_loss_grad_values(
+        Lq, gcq, Cq, Bq, mu0q, Ctq = _loss_grad_values(
             p, q, s, qa, qW, qb, qc, bias, intercept,
-            tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb)
+            tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb,
+            ws, CB[nb], BB[nb])
         if not (math.isfinite(Lq) and Lq <= bound and _finite(fa, fW, fb, gcq)):
             status = DIVERGED
             break
@@ -313,6 +401,7 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         gc = gcq
         L = Lq
         C, B, mu0, Ct = Cq, Bq, mu0q, Ctq
+        nb = 1 - nb
         t += lr
         losses[n] = L
         times[n] = t

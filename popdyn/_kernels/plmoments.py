@@ -120,7 +120,8 @@ from .vmath import exp_inline
 from .vmath import sin_small as _sin_vec
 
 __all__ = ["pl_pair_moments", "pl_self_moments", "pl_first_moments", "pl_units",
-           "pl_pair_moments_units", "pl_self_moments_units", "pl_first_moments_units"]
+           "pl_pair_moments_units", "pl_self_moments_units", "pl_first_moments_units",
+           "pl_pair_moments_ws", "pl_self_moments_ws"]
 
 _EPS = 2.220446049250313e-16
 _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -1856,20 +1857,28 @@ def _chunk_index(R, OMR, OPR, i, j, m1, m2, upper, I, J, RHO, OM, OP, DG):
 
 @jit
 def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
-                     rtol, atol, qtol, maxint, C, B, A, D):
+                     rtol, atol, qtol, maxint, C, B, A, D, AL, DL, WS, WI, WB):
     """C, B, A, D of the pairs of :func:`_chunk_index` (``upper``: one set with itself, pairs
     i ≤ j, C_ji = C_ij etc. filled from the same evaluation) by :func:`_moments_list` on
     consecutive chunks of :data:`_CHUNK` pairs, each scattered into the outputs at once:
     the pair list and the per-pair results never exist for all pairs (at m = 256 they were
     ~3 MB a call, allocated afresh and faulted in page by page: ~10 % of the step in the
-    kernel).  Identical results: the evaluations act pair by pair."""
+    kernel).  Identical results: the evaluations act pair by pair.  The scratch (AL, DL: m1×m2,
+    read only with ``upper``; WS, WI, WB of :func:`_list_scratch`) is the caller's, so that a
+    GD loop allocates it once (:func:`popdyn._kernels.fused.workspace`).
+
+    With ``upper`` the chunks write the upper triangles only (rows, contiguous), A_ji and D_ji
+    into the upper triangles of AL and DL at (i, j); the lower triangles are then
+    filled by a tiled transpose (:func:`_fill_lower`).  Until 0.7.0 each chunk wrote them down
+    the columns: one cache line per row and array, missed every time
+    at m = 256 (~10 % of the biased step).  The same values: only where they are stored
+    changed."""
     m1 = al1.shape[0]
     m2 = al2.shape[0]
     if m1 == 0 or m2 == 0:
         return
     UA1 = _unit_array(U1, p1, q1, al1, be1)
     UA2 = _unit_array(U2, p2, q2, al2, be2)
-    WS, WI, WB = _list_scratch()
     I = np.empty(_CHUNK, np.int64)
     J = np.empty(_CHUNK, np.int64)
     RHO = np.empty(_CHUNK)
@@ -1877,7 +1886,6 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
     OP = np.empty(_CHUNK)
     DG = np.empty(_CHUNK, np.bool_)
     out = np.empty((_CHUNK, 6))
-    RS = np.empty(_CHUNK + 1, np.int64)
     i = 0
     j = 0
     while i < m1:
@@ -1893,37 +1901,34 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
             A[ii, jj] = out[k, 2]
             D[ii, jj] = out[k, 4]
         if upper:
-            _scatter_lower(I, J, n, out, C, B, A, D, RS)
+            for k in range(n):
+                ii = I[k]
+                jj = J[k]
+                AL[ii, jj] = out[k, 3]
+                DL[ii, jj] = out[k, 5]
+    if upper:
+        _fill_lower(C, B, A, D, AL, DL)
+
+
+#: tile of the transpose of :func:`_fill_lower` (4 arrays × 2 tiles of 32² doubles: 64 KiB)
+_TT = 32
 
 
 @jit
-def _scatter_lower(I, J, n, out, C, B, A, D, RS):
-    """The lower triangle (j > i) of C, B, A, D from the chunk's n pairs (i, j), i ≤ j, of
-    :func:`_moments_chunked` (consecutive pairs of :func:`_chunk_index`): row by row of the
-    outputs, each row j written at the chunk's consecutive units i (a write per pair down a
-    column, 2 KiB apart at m = 256, missed the cache).  RS: scratch for the row starts."""
-    nr = 0
-    for k in range(n):
-        if k == 0 or I[k] != I[k - 1]:
-            RS[nr] = k
-            nr += 1
-    RS[nr] = n
-    j0 = J[0]
-    for k in range(n):
-        j0 = min(j0, J[k])
-    j1 = J[RS[0]]
-    for k in range(n):
-        j1 = max(j1, J[k])
-    for jj in range(j0, j1 + 1):
-        for r in range(nr):
-            ka = RS[r]
-            ii = I[ka]
-            k = ka + (jj - J[ka])
-            if jj > ii and jj >= J[ka] and k < RS[r + 1]:
-                C[jj, ii] = out[k, 0]
-                B[jj, ii] = out[k, 1]
-                A[jj, ii] = out[k, 3]
-                D[jj, ii] = out[k, 5]
+def _fill_lower(C, B, A, D, AL, DL):
+    """The lower triangles (j > i) of :func:`_moments_chunked`'s outputs for one set with
+    itself: C_ji = C_ij, B_ji = B_ij, A_ji = AL_ij, D_ji = DL_ij, tile by tile (:data:`_TT`)."""
+    m = C.shape[0]
+    for i0 in range(0, m, _TT):
+        i1 = min(i0 + _TT, m)
+        for j0 in range(i0, m, _TT):
+            j1 = min(j0 + _TT, m)
+            for i in range(i0, i1):
+                for j in range(max(j0, i + 1), j1):
+                    C[j, i] = C[i, j]
+                    B[j, i] = B[i, j]
+                    A[j, i] = AL[i, j]
+                    D[j, i] = DL[i, j]
 
 
 @jit
@@ -1963,8 +1968,22 @@ def pl_pair_moments_units(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OP
     if _ac.bias_free(be1, al1, be2, al2):
         _ac.pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D)
         return
+    WS, WI, WB = _list_scratch()
+    pl_pair_moments_ws(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                       rtol, atol, qtol, maxint, WS, WI, WB)
+
+
+@jit
+def pl_pair_moments_ws(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                       rtol, atol, qtol, maxint, WS, WI, WB):
+    """:func:`pl_pair_moments_units` with the caller's scratch WS, WI, WB
+    (:func:`_list_scratch`)."""
+    if _ac.bias_free(be1, al1, be2, al2):
+        _ac.pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D)
+        return
+    E = np.empty((0, 0))
     _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, False,
-                     rtol, atol, qtol, maxint, C, B, A, D)
+                     rtol, atol, qtol, maxint, C, B, A, D, E, E, WS, WI, WB)
 
 
 @jit
@@ -2017,5 +2036,19 @@ def pl_self_moments_units(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, 
     if _ac.bias_free(be, al, be, al):
         _ac.self_moments(p, q, al, R, OMR, OPR, C, B, A, D)
         return
+    m = al.shape[0]
+    WS, WI, WB = _list_scratch()
+    pl_self_moments_ws(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint,
+                       np.empty((m, m)), np.empty((m, m)), WS, WI, WB)
+
+
+@jit
+def pl_self_moments_ws(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint,
+                       AL, DL, WS, WI, WB):
+    """:func:`pl_self_moments_units` with the caller's scratch: AL, DL (m×m) and WS, WI, WB
+    (:func:`_list_scratch`)."""
+    if _ac.bias_free(be, al, be, al):
+        _ac.self_moments(p, q, al, R, OMR, OPR, C, B, A, D)
+        return
     _moments_chunked(U, p, q, al, be, U, p, q, al, be, R, OMR, OPR, True,
-                     rtol, atol, qtol, maxint, C, B, A, D)
+                     rtol, atol, qtol, maxint, C, B, A, D, AL, DL, WS, WI, WB)

@@ -22,6 +22,9 @@ J.-M. Muller, *Elementary Functions*, 3rd ed. (2016), §5.3 (Estrin) and §11 (r
 import math
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from ._jit import jit
 
@@ -55,19 +58,40 @@ def sin_small(x):
 
 
 # 2^n for n = −1010 … 512 (exact): the two factors 2^⌊k/2⌋, 2^(k − ⌊k/2⌋) of exp_batch for
-# k = rint(x·log₂e), x ∈ [−1400, 709] (k ∈ [−2020, 1023])
+# k = rint(x·log₂e), x ∈ [−1400, 709] (k ∈ [−2020, 1023]); exp_inline read them here until
+# 0.7.0 (tests/popdyn/test_vmath.py checks _pow2 against it)
 _POW2_OFF = 1010
 _POW2 = np.array([2.0 ** n for n in range(-_POW2_OFF, 513)])
+
+
+@intrinsic
+def _bits_f64(typingctx, x):
+    """The float64 whose bits are the int64 ``x`` (an LLVM bitcast: no memory, no call)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return sig, codegen
+
+
+@jit(inline="always")
+def _pow2(n):
+    """2^n, exact, for an integer −1022 ≤ n ≤ 1023 (a normal float64 built from its exponent
+    bits, as :func:`_scales`): equal to _POW2[n + _POW2_OFF] for −1010 ≤ n ≤ 512."""
+    return _bits_f64((n + 1023) << 52)
 
 
 @jit(inline="always", error_model="numpy")
 def exp_inline(E):
     """exp(E) for one float64, bit for bit :func:`exp_batch` (the same reduction, polynomial and
-    product (P·2^⌊k/2⌋)·2^(k − ⌊k/2⌋)), but with the two powers of two read from a table of
-    exact powers instead of built from exponent bits through integer views of arrays: a scalar
-    form that numba inlines into loops over pairs, which LLVM vectorizes with the table reads
-    as gathers.  Accuracy that of :func:`exp_batch`: ≤ 2 ulp (tests/popdyn/test_vmath.py
-    checks it against 40-digit mpmath and bit for bit against :func:`exp_batch`)."""
+    product (P·2^⌊k/2⌋)·2^(k − ⌊k/2⌋)), with the two powers of two built from their exponent
+    bits in registers (:func:`_pow2`) instead of through integer views of arrays: a scalar
+    form that numba inlines into loops over pairs, which LLVM vectorizes.  Until 0.7.0 the
+    powers were read from a table (_POW2, the same values): the reads became gathers, which
+    LLVM's cost model for AMD Zen deems too costly, so that the Price node loops
+    (:func:`popdyn._kernels.plmoments._price_batch`) stayed scalar there (1.45× slower).
+    Accuracy that of :func:`exp_batch`: ≤ 2 ulp (tests/popdyn/test_vmath.py checks it against
+    40-digit mpmath and bit for bit against :func:`exp_batch`)."""
     x = min(max(E, -1400.0), 709.0)
     t = x * _LOG2E + _SHIFT
     kf = t - _SHIFT
@@ -81,7 +105,7 @@ def exp_inline(E):
     P = (q0 + q1 * r4) + (q2 + q3 * r4) * (r4 * r4)
     k = np.int64(kf)
     k1 = k >> 1
-    return (P * _POW2[np.uint64(k1 + _POW2_OFF)]) * _POW2[np.uint64((k - k1) + _POW2_OFF)]
+    return (P * _pow2(k1)) * _pow2(k - k1)
 
 
 @jit(error_model="numpy")

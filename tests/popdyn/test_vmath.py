@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from popdyn._kernels import bvn
 from popdyn._kernels import plmoments as pl
 from popdyn._kernels._jit import jit
-from popdyn._kernels.vmath import exp_batch, exp_inline, sin_small
+from popdyn._kernels.vmath import _POW2, _POW2_OFF, _pow2, exp_batch, exp_inline, sin_small
 
 EPS = 2.220446049250313e-16
 TINY = 2.0 ** -1022
@@ -58,9 +58,25 @@ def _exp_inline_loop(E, out):
         out[i] = exp_inline(E[i])
 
 
+@jit
+def _pow2_loop(n, out):
+    for i in range(n.shape[0]):
+        out[i] = _pow2(n[i])
+
+
+def test_pow2_is_the_table_of_exact_powers():
+    """_pow2 (exponent bits) equals the table _POW2 of exact powers 2.0**n that exp_inline read
+    until 0.7.0, over the whole table (n = −1010 … 512), and 2.0**n up to n = ±1022/1023."""
+    n = np.arange(-1022, 1024)
+    out = np.empty(n.shape[0])
+    _pow2_loop(n, out)
+    assert np.array_equal(out, np.array([2.0 ** int(k) for k in n]))
+    assert np.array_equal(out[(n >= -_POW2_OFF) & (n <= 512)], _POW2)
+
+
 def test_exp_inline_is_exp_batch_and_within_2_ulp():
-    """exp_inline (the scalar form the fused Price pass inlines: powers of two from a table)
-    gives the bits of exp_batch over its whole range, clamps included, and so is within 2 ulp
+    """exp_inline (the scalar form the fused Price pass inlines: powers of two built from their
+    exponent bits in registers) gives the bits of exp_batch over its whole range, clamps included, and so is within 2 ulp
     of 40-digit mpmath (checked here again on the reduction's boundaries and the table's ends:
     k = −2020 … 1023)."""
     rng = np.random.default_rng(7)
