@@ -80,3 +80,30 @@ def assert_inside(br, ref, what):
     ``ref``, compared exactly in mpmath at the current precision."""
     v = mp.mpf(ref)
     assert mp.mpf(br.lo) <= v <= mp.mpf(br.hi), f"{what}: {ref} outside [{br.lo!r}, {br.hi!r}]"
+
+
+def skip_state(seed, act, teacher, d=4, m=3):
+    """A random student with skip (d, m, activation ``act``, v ~ 0.5 N(0, I)) and a teacher in a
+    random 2-plane: a relu network (``teacher == "network"``) or the additive h3+0.3h2."""
+    rng = np.random.default_rng(seed)
+    S = popdyn.Student(d, m, activation=act, skip=True)
+    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
+    T = (popdyn.Teacher.network("relu", np.array([1.0, -0.6]), 1.3 * U, np.array([0.2, -0.1]))
+         if teacher == "network" else popdyn.Teacher.additive("h3+0.3h2", U))
+    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
+    return S, p, T
+
+
+def check_loss_bracket(S, p, T, case):
+    """certify.loss of a stored case: rigorous, its loss, E[y] and V_Y brackets contain the
+    stored references (loss, mean_y, second_y) and the loss width is <= 1e−12 relative.
+    Returns the bracket."""
+    import certify
+
+    L = certify.loss(S, p, T)
+    assert L.provenance == "rigorous"
+    assert_inside(L.loss, case["loss"], "loss")
+    assert_inside(L.mean_y, case["mean_y"], "E[y]")
+    assert_inside(L.variance, mp.mpf(case["second_y"]) - mp.mpf(case["mean_y"]) ** 2, "V_Y")
+    assert L.loss.width <= 1e-12 * L.loss.hi
+    return L

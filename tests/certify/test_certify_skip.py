@@ -20,6 +20,7 @@ import popdyn
 from certify.errors import CertificationError
 
 from _refdata import assert_inside, build_skip, load_refs, unhex
+from _refdata import skip_state as _state  # (the name the hypothesis tests' source uses)
 
 _REFS = load_refs("skip_refs.json")
 
@@ -51,17 +52,6 @@ def test_one_neuron_cases(i):
     res = certify.loss(S, p, T)
     assert res.provenance == "rigorous"
     assert_inside(res.loss, case["loss"], "loss")
-
-
-def _state(seed, act, teacher):
-    rng = np.random.default_rng(seed)
-    d, m = 4, 3
-    S = popdyn.Student(d, m, activation=act, skip=True)
-    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
-    T = (popdyn.Teacher.network("relu", np.array([1.0, -0.6]), 1.3 * U, np.array([0.2, -0.1]))
-         if teacher == "network" else popdyn.Teacher.additive("h3+0.3h2", U))
-    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
-    return S, p, T
 
 
 @settings(max_examples=6, deadline=None)

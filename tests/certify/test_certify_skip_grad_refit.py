@@ -23,6 +23,7 @@ from certify.errors import CertificationError
 from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
 
 from _refdata import build_skip, load_refs, unhex
+from _refdata import skip_state as _state  # (the name the hypothesis tests' source uses)
 
 _REFS = load_refs("skip_grad_refit_refs.json")["cases"]
 _PINS = load_refs("skip_cert_pins.json")["brackets"]
@@ -105,16 +106,6 @@ def test_moved_loss_brackets_bit_identical(i):
                           np.array(inp["v"]))
     r = certify.loss(S, p, T, prec=pin["prec"])
     assert (r.loss.lo.hex(), r.loss.hi.hex(), r.provenance) == (pin["lo"], pin["hi"], pin["prov"])
-
-
-def _state(seed, act, teacher, d=4, m=3):
-    rng = np.random.default_rng(seed)
-    S = popdyn.Student(d, m, activation=act, skip=True)
-    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
-    T = (popdyn.Teacher.network("relu", np.array([1.0, -0.6]), 1.3 * U, np.array([0.2, -0.1]))
-         if teacher == "network" else popdyn.Teacher.additive("h3+0.3h2", U))
-    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
-    return S, p, T
 
 
 def _same(b1, b2):
