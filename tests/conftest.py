@@ -35,8 +35,9 @@ def _mpmath_precision_restored():
 # sorted here: the wheel test first (it runs in subprocesses beside the numba compilation of the
 # other worker), then the modules of MODULE_SECONDS by their cost, longest first, then the rest
 # by their number of tests (xdist's own rule; they are short).  Only the order changes.
-#: wall seconds of the longest modules (one worker, warm numba cache, idle cores; measured with
-#: ``python -m pytest -q -n 2 --durations=0`` and summed per module); approximate by nature
+#: approximate wall seconds of the longest modules on an idle core (per-test ``--durations`` of
+#: ``python -m pytest -q -n 2`` summed per module, from runs on a loaded machine scaled to the
+#: CI run's total); only their order matters: refresh them when a module becomes much longer
 MODULE_SECONDS = {
     "tests/proofs_checks/test_checks.py": 60,
     "tests/test_mpref_selfcheck.py": 32,
