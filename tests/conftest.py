@@ -120,7 +120,13 @@ def _install_compile_lock():
     original = dispatcher.Dispatcher.compile
     if getattr(original, "_popdyn_locked", False):
         return
-    lockdir = os.path.join(tempfile.gettempdir(), f"popdyn-numba-locks-{os.getuid()}")
+    # one lock directory per checkout: numba's cache lies beside each checkout's package, so a
+    # process of another checkout (another worktree on the same machine) holding the lock of a
+    # kernel would only make this one wait and then compile all the same
+    import hashlib
+
+    here = hashlib.sha1(os.path.dirname(os.path.abspath(__file__)).encode()).hexdigest()[:12]
+    lockdir = os.path.join(tempfile.gettempdir(), f"popdyn-numba-locks-{os.getuid()}-{here}")
     os.makedirs(lockdir, exist_ok=True)
     held = set()
 
