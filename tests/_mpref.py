@@ -60,6 +60,7 @@ dps = 60.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from fractions import Fraction
 
 import mpmath
@@ -923,9 +924,58 @@ class Unit:
         return [fmpf(x) / al for x in self.wf]
 
 
+_PAIR_MEMO = None  # a dict while pair_memo() is active
+
+
+def _atom_key(a):
+    """What determines an atom at the current precision: its class, and its materialised
+    coefficients (Poly, GaussPoly) or its name (Hard); other atoms have no parameters."""
+    if isinstance(a, GaussPoly):
+        cs, g = a._c()
+        return ("GaussPoly", tuple(cs), g)
+    if isinstance(a, Poly):
+        return ("Poly", tuple(a._c()))
+    if isinstance(a, Hard):
+        return ("Hard", a.name)
+    return (type(a).__name__,)
+
+
+def _unit_key(U: Unit):
+    """The exact inputs of a unit: w and b as rationals and every function's materialised
+    coefficients and atoms."""
+    return (tuple(U.wf), U.bf,
+            tuple((tuple(f.coefs()), tuple(_atom_key(a) for _, a in f.terms)) for f in U.fns))
+
+
+@contextmanager
+def pair_memo():
+    """Within the block, :func:`plane_expect` called again with the same exact inputs (the units'
+    rational w, b and functions, the products asked for, the working precision) returns the
+    result of the first call instead of integrating again.  The quadrature is deterministic, so
+    every value is bit-identical to a recomputation; finite differences (tests/
+    test_mpref_selfcheck.py) perturb one parameter at a time and leave most pairs unchanged."""
+    global _PAIR_MEMO
+    outer = _PAIR_MEMO
+    _PAIR_MEMO = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _PAIR_MEMO = outer
+
+
 def plane_expect(U1: Unit, U2: Unit, products):
     """For each (k, l, want_vec) in products: E[U1.fns[k] · U2.fns[l]] and, if want_vec, the
     d-vector E[U1.fns[k] · U2.fns[l] · x].  Returns a list of (E, vec or None)."""
+    if _PAIR_MEMO is None:
+        return _plane_expect(U1, U2, products)
+    key = (_unit_key(U1), _unit_key(U2), tuple(tuple(p) for p in products), mp.prec)
+    hit = _PAIR_MEMO.get(key)
+    if hit is None:
+        hit = _PAIR_MEMO[key] = _plane_expect(U1, U2, products)
+    return [(e, None if v is None else list(v)) for e, v in hit]
+
+
+def _plane_expect(U1: Unit, U2: Unit, products):
     d = len(U1.wf)
     zero_vec = lambda: [mpf(0)] * d  # noqa: E731
     # --- degenerate: zero weight vectors ----------------------------------------------------

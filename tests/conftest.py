@@ -25,10 +25,73 @@ def _mpmath_precision_restored():
     mpmath.mp.prec = prec
 
 
+# ------------------------------------------------------------------ xdist balance (-n 2)
+# Under ``--dist loadfile`` every module is one unit of work, handed to whichever worker runs
+# low.  The suite ends when the later worker finishes, so the longest units must start first:
+# a long unit started last runs alone on one core.  pytest-xdist's default order of the units
+# is by *number of tests*, which put the one-test wheel module and the few-test but long modules
+# (the ``--all --quick`` checks, the stiff gauge references, ...) at the very end.  So the
+# scheduler keeps the collection order (``loadscopereorder`` off, below) and the collection is
+# sorted here: the wheel test first (it runs in subprocesses beside the numba compilation of the
+# other worker), then the modules of MODULE_SECONDS by their cost, longest first, then the rest
+# by their number of tests (xdist's own rule; they are short).  Only the order changes.
+#: approximate wall seconds of the longest modules on an idle core (per-test ``--durations`` of
+#: ``python -m pytest -q -n 2`` summed per module, from runs on a loaded machine scaled to the
+#: CI run's total); only their order matters: refresh them when a module becomes much longer
+MODULE_SECONDS = {
+    "tests/proofs_checks/test_checks.py": 60,
+    "tests/test_mpref_selfcheck.py": 32,
+    "tests/certify/test_certify_smooth.py": 30,
+    "tests/popdyn/test_engine_refs.py": 30,
+    "tests/certify/test_certify_swiglu.py": 30,
+    "tests/popdyn/test_bvn.py": 28,
+    "tests/certify/test_certify_gated_rigorous.py": 26,
+    "tests/popdyn/test_arccos.py": 25,
+    "tests/popdyn/test_vmath.py": 25,
+    "tests/popdyn/test_gauge_slow.py": 22,
+    "tests/popdyn/test_plmoments_estimates.py": 24,
+    "tests/popdyn/test_plmoments_front.py": 23,
+    "tests/certify/test_certify_phi2.py": 20,
+    "tests/popdyn/test_fused.py": 20,
+    "tests/certify/test_certify_refit.py": 17,
+    "tests/certify/test_certify_tiny.py": 15,
+    "tests/popdyn/test_plmoments.py": 14,
+    "tests/popdyn/test_record.py": 11,
+    "tests/popdyn/test_experiments_swiglu.py": 12,
+    "tests/popdyn/test_sweep_store.py": 12,
+    "tests/popdyn/test_experiments_figures.py": 11,
+}
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):      # pytest-xdist: keep our order (above)
+        config.option.loadscopereorder = False
+
+
+def _module_of(item):
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    """The wheel test (minutes of numba compilation in a fresh environment) goes first, so that
-    under ``-n 2`` it overlaps the rest of the suite instead of running alone at the end."""
-    items.sort(key=lambda it: it.get_closest_marker("wheel") is None)
+    """The order of the modules (see MODULE_SECONDS): the wheel test first, so that under
+    ``-n 2`` it overlaps the rest of the suite instead of running alone at the end; then the
+    longest modules; the order of the tests inside a module is kept."""
+    count, first = {}, {}
+    for i, it in enumerate(items):
+        mod = _module_of(it)
+        count[mod] = count.get(mod, 0) + 1
+        first.setdefault(mod, i)
+    wheel = {_module_of(it) for it in items if it.get_closest_marker("wheel") is not None}
+
+    def key(mod):
+        if mod in wheel:
+            return (0, 0, first[mod])
+        if mod in MODULE_SECONDS:
+            return (1, -MODULE_SECONDS[mod], first[mod])
+        return (2, -count[mod], first[mod])
+
+    rank = {mod: key(mod) for mod in count}
+    items.sort(key=lambda it: rank[_module_of(it)])
 
 
 # ------------------------------------------------------------------ one compile per kernel
@@ -57,7 +120,13 @@ def _install_compile_lock():
     original = dispatcher.Dispatcher.compile
     if getattr(original, "_popdyn_locked", False):
         return
-    lockdir = os.path.join(tempfile.gettempdir(), f"popdyn-numba-locks-{os.getuid()}")
+    # one lock directory per checkout: numba's cache lies beside each checkout's package, so a
+    # process of another checkout (another worktree on the same machine) holding the lock of a
+    # kernel would only make this one wait and then compile all the same
+    import hashlib
+
+    here = hashlib.sha1(os.path.dirname(os.path.abspath(__file__)).encode()).hexdigest()[:12]
+    lockdir = os.path.join(tempfile.gettempdir(), f"popdyn-numba-locks-{os.getuid()}-{here}")
     os.makedirs(lockdir, exist_ok=True)
     held = set()
 

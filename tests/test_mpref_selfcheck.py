@@ -209,19 +209,21 @@ def test_hermite_mehler_exact_directions():
 @pytest.mark.slow
 def test_smooth_pair_against_plain_2d_quadrature():
     """A pair with no closed form on either side (tanh' vs SiLU: lattice rule inside, tanh–sinh
-    outside) against mpmath's own 2-D quadrature in the original coordinates (15 digits)."""
+    outside) against mpmath's own 2-D quadrature in the original coordinates (15 digits;
+    precomputed by data/_precompute/mpref_quad2d_refs.py for these exact float64 inputs)."""
     w1, b1, w2, b2 = [1.3, 0.4], 0.7, [-0.5, 2.1], -0.3
+    with open(os.path.join(ROOT, "data", "refs", "mpref_quad2d_refs.json")) as fh:
+        ref, = json.load(fh)["cases"]
+    hx = {k: [float.fromhex(v) for v in x] if isinstance(x, list) else float.fromhex(x)
+          for k, x in ref["inputs"].items()}
+    assert hx == {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+    man, ex = int(ref["value_exact"]["man"]), int(ref["value_exact"]["exp"])
     with mp.workdps(50):
+        q = mp.ldexp(mpf(man), ex)
+        assert abs(q - mpf(ref["value"])) < mpf("1e-19") * abs(q)
         U1 = _unit(w1, b1, R.activation_fns("tanh"))
         U2 = _unit(w2, b2, R.activation_fns("silu"))
         (e, _), = R.plane_expect(U1, U2, [(1, 0, False)])
-    with mp.workdps(15):
-        def f(x, y):
-            u1 = w1[0] * x + w1[1] * y + b1
-            u2 = w2[0] * x + w2[1] * y + b2
-            return (1 - mp.tanh(u1) ** 2) * u2 / (1 + mp.exp(-u2)) * mp.npdf(x) * mp.npdf(y)
-
-        q = mp.quad(f, [-10, 0, 10], [-10, 0, 10])
     assert abs(e - q) < mpf("1e-13"), (e, q)
 
 
@@ -305,10 +307,12 @@ def _perturbed(case, key, idx, delta):
 def test_finite_differences_match_gradient(name):
     """Central differences of the reference loss with h = 1e-15 (exact rational perturbation of
     the float inputs) at 50 digits: truncation O(h²) ≈ 1e-30, rounding ≈ 1e-60/h = 1e-45; the
-    reference gradient must match to 1e-26."""
+    reference gradient must match to 1e-26.  (Within R.pair_memo() a pair integral that a
+    perturbation leaves unchanged — every one for a and c, those without the perturbed neuron
+    for its w and b — is integrated once: the same values, bit for bit.)"""
     case = _FD_CASES[name]
     h = Fraction(1, 10 ** 15)
-    with mp.workdps(50):
+    with mp.workdps(50), R.pair_memo():
         base = R.compute(case)
         checks = [("c", None, base["grad"]["c"]), ("a", 1, base["grad"]["a"][1]),
                   ("b", 0, base["grad"]["b"][0]), ("W", (0, 2), base["grad"]["W"][0][2]),

@@ -9,9 +9,7 @@ E[σ(w_j·x + b_j) y] for relu and silu units against the id, gelu, tanh, relu a
 gates, including a unit along the value axis and one nearly along the gate axis.  The student
 side G = C − μ0μ0ᵀ is the certified (rigorous) one of the ordinary refit.
 """
-import json
 import warnings
-from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -23,8 +21,9 @@ from certify.errors import CertificationError
 from certify.refit import _multi_index_problem
 from popdyn import Teacher
 
-REFS = json.loads((Path(__file__).resolve().parents[2] / "data" / "refs"
-                   / "swiglu_refs.json").read_text())
+from _refdata import exact, load_refs
+
+REFS = load_refs("swiglu_refs.json")
 GATED = [c for c in REFS["cases"] if "Ct_relu" in c["ref"] and c["teacher"] != "h3"]
 
 
@@ -39,12 +38,6 @@ def _setup(case, act):
 def _contains(ball, x):
     mid, rad = mp.mpf(float(ball.mid())), mp.mpf(float(ball.rad()))
     return abs(mp.mpf(x) - mid) <= rad * (1 + 1e-12) + mp.mpf(2.0 ** -60) * abs(mid)
-
-
-def _exact(x):
-    """An exact arb (midpoint or radius) as an mpmath number (no rounding to float64)."""
-    man, ex = x.man_exp()
-    return mp.ldexp(mp.mpf(int(man)), int(ex))
 
 
 ORD = [(c, "relu") for c in GATED] + [(c, "silu") for c in GATED if c["teacher"] == "tanh"]
@@ -104,11 +97,11 @@ def test_rigorous_gated_moments_contain_the_reference(case, act):
     # checked at 32 digits against data/refs/gated_refs.json in test_certify_gated_rigorous)
     rel = 0 if act == "relu" else 10 * REFS["quadrature_check"]
     for j in range(3):
-        mid, rad = _exact(CM.Ct[j, 0].mid()), _exact(CM.Ct[j, 0].rad())
+        mid, rad = exact(CM.Ct[j, 0].mid()), exact(CM.Ct[j, 0].rad())
         tol = rad * (1 + 1e-12) + mp.mpf(10) ** -28 + rel * abs(mp.mpf(ref[j]))
         assert abs(mp.mpf(ref[j]) - mid) <= tol, (j, CM.Ct[j, 0], ref[j])
         assert float(CM.Ct[j, 0].rad()) <= 1e-14 * max(abs(float(mp.mpf(ref[j]))), 1e-2)
-    mid, rad = _exact(CM.ey2.mid()), _exact(CM.ey2.rad())
+    mid, rad = exact(CM.ey2.mid()), exact(CM.ey2.rad())
     ey2 = mp.mpf(case["ref"]["Ey2"])
     assert abs(ey2 - mid) <= rad * (1 + 1e-12) + mp.mpf(10) ** -28 + rel * ey2
     assert CM.ey == 0                    # the identity frame: u1·u2 = 0 exactly

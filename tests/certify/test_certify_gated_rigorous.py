@@ -14,7 +14,6 @@
   and the bracket still contains the float engine's value within its stated error.
 * The gradient stays refused (docs/design.md §6).
 """
-import json
 import os
 import sys
 
@@ -27,48 +26,30 @@ import popdyn
 from certify import gated
 from certify.errors import CertificationError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _refdata import REF_ABS, ROOT, assert_inside, check_loss_bracket, exact, load_refs
+
 sys.path.append(os.path.join(ROOT, "data", "_precompute"))
 import gated_refs as GR  # noqa: E402  (only its exact-input builder)
 
-with open(os.path.join(ROOT, "data", "refs", "gated_refs.json")) as fh:
-    DATA = json.load(fh)
-CASES = DATA["cases"]
+CASES = load_refs("gated_refs.json")["cases"]
 mp.mp.dps = 40
-# the reference is stored to 30 digits (dps 32; quadrature error <= 1e−30 of the scale)
-REF_ABS = mp.mpf(10) ** -27
-
-
-def _exact(x):
-    man, ex = x.man_exp()
-    return mp.ldexp(mp.mpf(int(man)), int(ex))
-
-
-def _inside(br, ref, what):
-    v = mp.mpf(ref)
-    assert mp.mpf(br.lo) <= v <= mp.mpf(br.hi), f"{what}: {ref} outside [{br.lo!r}, {br.hi!r}]"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_brackets_contain_the_reference(case):
     S, p, T = GR.build(case["activation"], case["gate"], case["inputs"])
     assert gated.covers(S, T)
-    L = certify.loss(S, p, T)
-    assert L.provenance == "rigorous"
-    _inside(L.loss, case["loss"], "loss")
-    _inside(L.mean_y, case["mean_y"], "E[y]")
-    _inside(L.variance, mp.mpf(case["second_y"]) - mp.mpf(case["mean_y"]) ** 2, "V_Y")
-    assert L.loss.width <= 1e-12 * L.loss.hi
+    check_loss_bracket(S, p, T, case)
     CM = gated.gated_moments(S, p, T)
     kap = float(T.weights[0])
     for j in range(S.m):
-        mid, rad = _exact(CM.Ct[j, 0].mid()), _exact(CM.Ct[j, 0].rad())
+        mid, rad = exact(CM.Ct[j, 0].mid()), exact(CM.Ct[j, 0].rad())
         assert abs(mp.mpf(case["Ct"][j]) - kap * mid) <= abs(kap) * rad + REF_ABS, (j, CM.Ct[j, 0])
     for kind, key, B in (("unrestricted", "unrestricted", None),
                          ("same_budget", "same_budget", None), ("bounded", "bounded_0.5", 0.5)):
         R = certify.refit_risk(S, p, T, kind, budget=B)
         assert R.provenance == "rigorous"
-        _inside(R.risk, case["refit"][key], f"refit {kind}")
+        assert_inside(R.risk, case["refit"][key], f"refit {kind}")
         if kind != "unrestricted":            # the zero unit makes G singular: lower bound 0
             assert R.status == "resolved" and R.risk.width <= 1e-9 * R.risk.hi, (kind, R.risk)
     if S.activation in ("tanh", "silu"):       # (their trapezoid would be rebuilt: suite time)
@@ -79,7 +60,7 @@ def test_brackets_contain_the_reference(case):
     p2 = popdyn.Params(p.a[keep], p.W[keep], p.b[keep], p.c)
     R = certify.refit_risk(S2, p2, T, "unrestricted")
     assert R.status == "resolved" and R.provenance == "rigorous"
-    _inside(R.risk, case["refit"]["unrestricted"], "refit unrestricted (zero unit removed)")
+    assert_inside(R.risk, case["refit"]["unrestricted"], "refit unrestricted (zero unit removed)")
     assert R.risk.width <= 1e-12 * R.risk.hi, R.risk
 
 

@@ -13,8 +13,6 @@
 * The 1-D conditional integral and the Mehler sum are two independent enclosures of Ct: both
   contain the reference.
 """
-import json
-import os
 
 import mpmath as mp
 import numpy as np
@@ -24,74 +22,46 @@ import certify
 import popdyn
 from certify import pl_smooth
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-with open(os.path.join(ROOT, "data", "refs", "pl_smooth_refs.json")) as fh:
-    DATA = json.load(fh)
-CASES = DATA["cases"]
+from _refdata import REF_ABS, assert_inside, ball_has, check_loss_bracket, hex_array, load_refs
+
+CASES = load_refs("pl_smooth_refs.json")["cases"]
 mp.mp.dps = 40
-# the reference is stored to 30 digits (dps 32, quadrature error <= 1e−30 of the scale)
-REF_ABS = mp.mpf(10) ** -27
-
-
-def _u(x):
-    if isinstance(x[0], list):
-        return np.array([[float.fromhex(v) for v in r] for r in x])
-    return np.array([float.fromhex(v) for v in x])
 
 
 def _build(case, drop=()):
     inp = case["inputs"]
     keep = [i for i in range(len(inp["W"])) if i not in drop]
-    W = _u(inp["W"])[keep]
+    u = hex_array
+    W = u(inp["W"])[keep]
     S = popdyn.Student(d=W.shape[1], m=W.shape[0], activation=case["activation"])
-    p = popdyn.Params(_u(inp["a"])[keep], W, _u(inp["b"])[keep], float.fromhex(inp["c"]))
+    p = popdyn.Params(u(inp["a"])[keep], W, u(inp["b"])[keep], float.fromhex(inp["c"]))
     t = inp["teacher"]
-    T = popdyn.Teacher.network(t["activation"], _u(t["V"]), _u(t["U"]), _u(t["bias"]))
+    T = popdyn.Teacher.network(t["activation"], u(t["V"]), u(t["U"]), u(t["bias"]))
     return S, p, T
-
-
-def _exact(x):
-    man, ex = x.man_exp()
-    return mp.ldexp(mp.mpf(int(man)), int(ex))
-
-
-def _ball_has(ball, ref, tol=0):
-    mid, rad = _exact(ball.mid()), _exact(ball.rad())
-    return abs(mp.mpf(ref) - mid) <= rad + tol
-
-
-def _inside(br, ref, what):
-    v = mp.mpf(ref)
-    assert mp.mpf(br.lo) <= v <= mp.mpf(br.hi), f"{what}: {ref} outside [{br.lo!r}, {br.hi!r}]"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_brackets_contain_the_reference(case):
     S, p, T = _build(case)
     assert pl_smooth.covers(S, T)
-    L = certify.loss(S, p, T)
-    assert L.provenance == "rigorous"
-    _inside(L.loss, case["loss"], "loss")
-    _inside(L.mean_y, case["mean_y"], "E[y]")
-    _inside(L.variance, mp.mpf(case["second_y"]) - mp.mpf(case["mean_y"]) ** 2, "V_Y")
-    assert L.loss.width <= 1e-12 * L.loss.hi
+    check_loss_bracket(S, p, T, case)
     CM = pl_smooth.pl_smooth_moments(S, p, T)
     for i in range(S.m):
         for t in range(T.k):
-            assert _ball_has(CM.Ct[i, t], case["Ct"][i][t], REF_ABS), (i, t, CM.Ct[i, t])
+            assert ball_has(CM.Ct[i, t], case["Ct"][i][t], REF_ABS), (i, t, CM.Ct[i, t])
             assert float(CM.Ct[i, t].rad()) <= 1e-21
     for kind, key, B in (("unrestricted", "unrestricted", None),
                          ("same_budget", "same_budget", None), ("bounded", "bounded_0.5", 0.5)):
         R = certify.refit_risk(S, p, T, kind, budget=B)
         assert R.provenance == "rigorous"
-        _inside(R.risk, case["refit"][key], f"refit {kind}")
+        assert_inside(R.risk, case["refit"][key], f"refit {kind}")
         if kind != "unrestricted":            # the zero unit makes G singular: lower bound 0
             assert R.status == "resolved" and R.risk.width <= 1e-9 * R.risk.hi, (kind, R.risk)
     # without the zero unit (3; a constant feature, centered to 0): the same optimum, resolved
     S2, p2, T2 = _build(case, drop=(3,))
     R = certify.refit_risk(S2, p2, T2, "unrestricted")
     assert R.status == "resolved" and R.provenance == "rigorous"
-    _inside(R.risk, case["refit"]["unrestricted"], "refit unrestricted (deduplicated)")
+    assert_inside(R.risk, case["refit"]["unrestricted"], "refit unrestricted (deduplicated)")
     assert R.risk.width <= 1e-6 * R.risk.hi, R.risk
 
 
@@ -114,5 +84,5 @@ def test_integral_and_mehler_are_both_enclosures():
             x = MO._mehler(cu, tcu, ct, A.sqrt_up(tct), g[0], g[3])
             y = pl_smooth.pl_cond_moment(su[i], "tanh", tsm[0].al, tsm[0].be, g, 0, 128)
             ref = case["Ct"][i][0]
-            assert _ball_has(x, ref, REF_ABS) and _ball_has(y, ref, REF_ABS)
+            assert ball_has(x, ref, REF_ABS) and ball_has(y, ref, REF_ABS)
             assert float(y.rad()) <= 1e-21 < float(x.rad())

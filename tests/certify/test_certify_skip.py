@@ -8,8 +8,6 @@ loss must agree to 1e−12 (relu family) / 1e−10 (smooth).  Properties: v = 0 
 student's bracket, and the float loss lies within its own stated error of the bracket at
 random states.
 """
-import json
-import os
 
 import mpmath as mp
 import numpy as np
@@ -21,46 +19,21 @@ import certify
 import popdyn
 from certify.errors import CertificationError
 
-REFS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "refs", "skip_refs.json")
-with open(REFS) as fh:
-    _REFS = json.load(fh)
+from _refdata import assert_inside, build_skip, load_refs, unhex
+from _refdata import skip_state as _state  # (the name the hypothesis tests' source uses)
 
-
-def _h(x):
-    if isinstance(x, list):
-        return [_h(y) for y in x]
-    if isinstance(x, dict):
-        return {k: _h(y) for k, y in x.items()}
-    return float.fromhex(x) if isinstance(x, str) and x.startswith(("0x", "-0x")) else x
-
-
-def _build(inp):
-    t = inp["teacher"]
-    W = np.array(inp["W"])
-    S = popdyn.Student(W.shape[1], W.shape[0], activation=inp["act"], scaling=inp["scaling"],
-                       negative_slope=0.1, skip=True)
-    if t["kind"] == "additive":
-        T = popdyn.Teacher.additive(t["link"], np.array(t["U"]), np.array(t["weights"]))
-    else:
-        T = popdyn.Teacher.network(t["activation"], np.array(t["weights"]), np.array(t["U"]),
-                                   np.array(t["bias"]))
-    p = popdyn.Params(np.array(inp["a"]), W, np.array(inp["b"]), inp["c"], np.array(inp["v"]))
-    return S, p, T
-
-
-def _contains(br, ref: str):
-    return mp.mpf(br.lo) <= mp.mpf(ref) <= mp.mpf(br.hi)
+_REFS = load_refs("skip_refs.json")
 
 
 @pytest.mark.parametrize("i", range(len(_REFS["certify_cases"])))
 def test_skip_loss_against_mpmath(i):
     mp.mp.dps = 40
     case = _REFS["certify_cases"][i]
-    S, p, T = _build(_h(case["inputs"]))
+    S, p, T = build_skip(unhex(case["inputs"]))
     res = certify.loss(S, p, T)
     ref = case["loss"]
     assert res.provenance == "rigorous"
-    assert _contains(res.loss, ref), (res.loss, ref)
+    assert_inside(res.loss, ref, "loss")
     assert res.loss.hi - res.loss.lo <= 1e-12 * float(ref)
     tol = 1e-12 if S.act.kind == "pl" else 1e-10
     assert abs(popdyn.population_loss(S, p, T) - float(ref)) <= tol * float(ref)
@@ -71,24 +44,14 @@ def test_one_neuron_cases(i):
     """The one-neuron relu / silu cases of the float tests, now through certify."""
     mp.mp.dps = 40
     case = _REFS["cases"][i]
-    inp = _h(case["inputs"])
+    inp = unhex(case["inputs"])
     S = popdyn.Student(3, 1, activation=inp["act"], skip=True)
     T = popdyn.Teacher.additive("h2", np.array(inp["u"])[None, :], np.array([inp["kappa"]]))
     p = popdyn.Params([inp["a"]], np.array(inp["w"])[None, :], [inp["b"]], inp["c"],
                       np.array(inp["v"]))
     res = certify.loss(S, p, T)
-    assert res.provenance == "rigorous" and _contains(res.loss, case["loss"])
-
-
-def _state(seed, act, teacher):
-    rng = np.random.default_rng(seed)
-    d, m = 4, 3
-    S = popdyn.Student(d, m, activation=act, skip=True)
-    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
-    T = (popdyn.Teacher.network("relu", np.array([1.0, -0.6]), 1.3 * U, np.array([0.2, -0.1]))
-         if teacher == "network" else popdyn.Teacher.additive("h3+0.3h2", U))
-    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
-    return S, p, T
+    assert res.provenance == "rigorous"
+    assert_inside(res.loss, case["loss"], "loss")
 
 
 @settings(max_examples=6, deadline=None)

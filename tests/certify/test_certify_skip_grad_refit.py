@@ -10,8 +10,6 @@ student's brackets bit for bit; ``projected`` is the unrestricted refit at the s
 data/refs/skip_cert_pins.json pins the loss brackets of the code before its move into
 certify/skip.py.
 """
-import json
-import os
 
 import mpmath as mp
 import numpy as np
@@ -24,36 +22,12 @@ import popdyn
 from certify.errors import CertificationError
 from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
 
-HERE = os.path.dirname(__file__)
-DATA = os.path.join(HERE, "..", "..", "data", "refs")
-with open(os.path.join(DATA, "skip_grad_refit_refs.json")) as fh:
-    _REFS = json.load(fh)["cases"]
-with open(os.path.join(DATA, "skip_cert_pins.json")) as fh:
-    _PINS = json.load(fh)["brackets"]
-with open(os.path.join(DATA, "skip_refs.json")) as fh:
-    _SKIP_REFS = json.load(fh)
+from _refdata import build_skip, load_refs, unhex
+from _refdata import skip_state as _state  # (the name the hypothesis tests' source uses)
 
-
-def _h(x):
-    if isinstance(x, list):
-        return [_h(y) for y in x]
-    if isinstance(x, dict):
-        return {k: _h(y) for k, y in x.items()}
-    return float.fromhex(x) if isinstance(x, str) and x.startswith(("0x", "-0x")) else x
-
-
-def _build(inp):
-    t = inp["teacher"]
-    W = np.array(inp["W"])
-    S = popdyn.Student(W.shape[1], W.shape[0], activation=inp["act"], scaling=inp["scaling"],
-                       negative_slope=0.1, skip=True)
-    if t["kind"] == "additive":
-        T = popdyn.Teacher.additive(t["link"], np.array(t["U"]), np.array(t["weights"]))
-    else:
-        T = popdyn.Teacher.network(t["activation"], np.array(t["weights"]), np.array(t["U"]),
-                                   np.array(t["bias"]))
-    p = popdyn.Params(np.array(inp["a"]), W, np.array(inp["b"]), inp["c"], np.array(inp["v"]))
-    return S, p, T
+_REFS = load_refs("skip_grad_refit_refs.json")["cases"]
+_PINS = load_refs("skip_cert_pins.json")["brackets"]
+_SKIP_REFS = load_refs("skip_refs.json")
 
 
 def _inside(lo, hi, ref):
@@ -67,7 +41,7 @@ GRAD = sorted(k for k, c in _REFS.items() if "grad" in c)
 def test_skip_gradient_against_mpmath(key):
     mp.mp.dps = 40
     case = _REFS[key]
-    S, p, T = _build(_h(case["inputs"]))
+    S, p, T = build_skip(unhex(case["inputs"]))
     res = certify.loss(S, p, T, grad=True)
     assert res.provenance == "rigorous"
     ref = case["grad"]
@@ -97,7 +71,7 @@ REFIT = sorted(_REFS)
 def test_skip_refit_against_mpmath(key):
     mp.mp.dps = 40
     case = _REFS[key]
-    S, p, T = _build(_h(case["inputs"]))
+    S, p, T = build_skip(unhex(case["inputs"]))
     ref = case["refit"]
     B = float.fromhex(ref["budget"])
     for kind, budget in (("unrestricted", None), ("bounded", B), ("same_budget", None)):
@@ -123,25 +97,15 @@ def test_moved_loss_brackets_bit_identical(i):
     which, j = pin["case"].split("[")
     j = int(j[:-1])
     if which == "certify_cases":
-        S, p, T = _build(_h(_SKIP_REFS["certify_cases"][j]["inputs"]))
+        S, p, T = build_skip(unhex(_SKIP_REFS["certify_cases"][j]["inputs"]))
     else:
-        inp = _h(_SKIP_REFS["cases"][j]["inputs"])
+        inp = unhex(_SKIP_REFS["cases"][j]["inputs"])
         S = popdyn.Student(3, 1, activation=inp["act"], skip=True)
         T = popdyn.Teacher.additive("h2", np.array(inp["u"])[None, :], np.array([inp["kappa"]]))
         p = popdyn.Params([inp["a"]], np.array(inp["w"])[None, :], [inp["b"]], inp["c"],
                           np.array(inp["v"]))
     r = certify.loss(S, p, T, prec=pin["prec"])
     assert (r.loss.lo.hex(), r.loss.hi.hex(), r.provenance) == (pin["lo"], pin["hi"], pin["prov"])
-
-
-def _state(seed, act, teacher, d=4, m=3):
-    rng = np.random.default_rng(seed)
-    S = popdyn.Student(d, m, activation=act, skip=True)
-    U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
-    T = (popdyn.Teacher.network("relu", np.array([1.0, -0.6]), 1.3 * U, np.array([0.2, -0.1]))
-         if teacher == "network" else popdyn.Teacher.additive("h3+0.3h2", U))
-    p = S.init(seed, 0.7, T).replace(v=0.5 * rng.standard_normal(d))
-    return S, p, T
 
 
 def _same(b1, b2):

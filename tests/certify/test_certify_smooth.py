@@ -10,9 +10,7 @@
 * The unit Hermite coefficients against direct 1-D mpmath quadrature.
 * No refusal: every refit kind and the alignment return a bracket for every smooth student.
 """
-import json
 import math
-import os
 import warnings
 
 import mpmath as mp
@@ -26,38 +24,25 @@ from certify import smooth as SM
 from certify import _arb as A
 from certify.moments import certified_moments, clear_cache
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PATH = os.path.join(ROOT, "data", "refs", "smooth_refs.json")
-with open(PATH) as fh:
-    DATA = json.load(fh)
-CASES = {c["name"]: c for c in DATA["cases"]}
+from _refdata import assert_inside, hex_array, load_refs
+
+CASES = {c["name"]: c for c in load_refs("smooth_refs.json")["cases"]}
 mp.mp.dps = 32
-
-
-def _u(x):
-    if isinstance(x[0], list):
-        return np.array([[float.fromhex(v) for v in r] for r in x])
-    return np.array([float.fromhex(v) for v in x])
 
 
 def _build(case):
     inp = case["inputs"]
-    W = _u(inp["W"])
+    W = hex_array(inp["W"])
     m, d = W.shape
     S = popdyn.Student(d=d, m=m, activation=case["activation"])
-    p = popdyn.Params(_u(inp["a"]), W, _u(inp["b"]), float.fromhex(inp["c"]))
+    p = popdyn.Params(hex_array(inp["a"]), W, hex_array(inp["b"]), float.fromhex(inp["c"]))
     t = inp["teacher"]
     if t["kind"] == "additive":
-        T = popdyn.Teacher.additive(t["link"], _u(t["U"]), _u(t["kappa"]))
+        T = popdyn.Teacher.additive(t["link"], hex_array(t["U"]), hex_array(t["kappa"]))
     else:
-        T = popdyn.Teacher.network(t["activation"], _u(t["V"]), _u(t["U"]), _u(t["bias"]))
+        T = popdyn.Teacher.network(t["activation"], hex_array(t["V"]), hex_array(t["U"]),
+                                   hex_array(t["bias"]))
     return S, p, T
-
-
-def _inside(br, ref, what):
-    v = mp.mpf(ref)
-    lo, hi = mp.mpf(br.lo), mp.mpf(br.hi)
-    assert lo <= v <= hi, f"{what}: {ref} outside [{br.lo!r}, {br.hi!r}]"
 
 
 def _ball_inside(ball, ref, what):
@@ -77,10 +62,10 @@ def test_smooth_brackets_contain_reference(name):
         CM = certified_moments(S, p, T)
     assert L.provenance == ("numerical" if T.kind == "additive" and T.link.name == "tanh"
                             else "rigorous")
-    _inside(L.loss, case["loss"], "loss")
-    _inside(L.mean_y, case["mean_y"], "E[y]")
+    assert_inside(L.loss, case["loss"], "loss")
+    assert_inside(L.mean_y, case["mean_y"], "E[y]")
     ref_v = mp.mpf(case["second_y"]) - mp.mpf(case["mean_y"]) ** 2
-    _inside(L.variance, ref_v, "V_Y")
+    assert_inside(L.variance, ref_v, "V_Y")
     rel = L.loss.width / max(abs(L.loss.hi), 1e-300)
     assert rel <= 1e-12, f"loss width {rel:.2e} relative"
     m = S.m
@@ -98,7 +83,7 @@ def test_smooth_brackets_contain_reference(name):
         assert al.eigenvalues.hi[k] >= float(mp.mpf(x)) * (1 - 1e-15) - 1e-300
     for key in ("a_top", "a_min", "a_mean"):
         br = getattr(al, key)
-        _inside(br, case[key], key)
+        assert_inside(br, case[key], key)
     r = T.subspace.shape[0]
     if r < S.d and (lam[r - 1] - lam[r]) > 1e-6 * abs(lam[0]):
         assert al.a_min.resolved and al.a_min.width <= 1e-8
@@ -107,7 +92,7 @@ def test_smooth_brackets_contain_reference(name):
                               ("same_budget", "same_budget", None),
                               ("bounded", "bounded_0.5", 0.5)):
         R = certify.refit_risk(S, p, T, kind, budget=budget)
-        _inside(R.risk, case["refit"][key], f"refit {kind}")
+        assert_inside(R.risk, case["refit"][key], f"refit {kind}")
 
 
 def test_reference_set_covers_the_issue():
@@ -116,29 +101,25 @@ def test_reference_set_covers_the_issue():
     assert "erf_w20_tanh" in CASES          # the issue's |w| = 20 erf case
 
 
+_COEF_REFS = load_refs("smooth_unit_coef_refs.json")["cases"]
+
+
 @pytest.mark.parametrize("kind,al,be", [("erf", 20.0, -0.36), ("gelu", 6.0, 0.3),
                                         ("tanh", 0.9, 0.5), ("silu", 1.2, -0.8)])
 def test_unit_coefficients_against_quadrature(kind, al, be):
-    sig = {"erf": mp.erf, "gelu": lambda t: t * mp.ncdf(t), "tanh": mp.tanh,
-           "silu": lambda t: t / (1 + mp.exp(-t))}[kind]
-    dsig = {"erf": lambda t: 2 / mp.sqrt(mp.pi) * mp.exp(-t * t),
-            "gelu": lambda t: mp.ncdf(t) + t * mp.npdf(t),
-            "tanh": lambda t: 1 - mp.tanh(t) ** 2,
-            "silu": lambda t: 1 / (1 + mp.exp(-t)) * (1 + t * (1 - 1 / (1 + mp.exp(-t))))}[kind]
+    """c_n, d_n of one unit (n = 0, 17) against direct 1-D mp.quad at 40 digits
+    (data/_precompute/smooth_unit_coef_refs.py, inputs as hex)."""
+    refs = {r["n"]: r for r in _COEF_REFS if r["kind"] == kind}
+    assert {(float.fromhex(r["alpha"]), float.fromhex(r["beta"])) for r in refs.values()} == {
+        (al, be)}
     with A.workprec(144):
         u = SM.SmoothUnit(kind, arb(al), be, False)
         N = 40
         if kind in ("tanh", "silu"):
             SM._Trap(kind, [u], 64, 128)
         c, d, tc, td = u.series(N)
-        z0 = -be / al
-        pts = [-mp.inf] + [z0 + k / al for k in (-4, -1, 0, 1, 4)] + [mp.inf]
         for n in (0, 17):
-            hn = lambda z: mp.hermite(n, z / mp.sqrt(2)) * mp.mpf(2) ** (-mp.mpf(n) / 2)
-            ref_c = mp.quad(lambda z: sig(al * z + be) * hn(z) * mp.npdf(z), pts) / mp.sqrt(
-                mp.factorial(n))
-            ref_d = mp.quad(lambda z: dsig(al * z + be) * hn(z) * mp.npdf(z), pts) / mp.sqrt(
-                mp.factorial(n))
+            ref_c, ref_d = mp.mpf(refs[n]["c"]), mp.mpf(refs[n]["d"])
             tol = mp.mpf(10) ** -25
             for ball, ref in ((c[n], ref_c), (d[n], ref_d)):
                 lo, hi = A.arb_bounds(ball)
@@ -175,8 +156,7 @@ def test_swiglu_refits_certified_against_reference_loss():
     solver's attained risk up to its rounding (the float head is feasible)."""
     from popdyn import SwiGLUParams, SwiGLUStudent, Teacher
     from popdyn.diagnostics import refit_risk
-    with open(os.path.join(ROOT, "data", "refs", "swiglu_refs.json")) as fh:
-        refs = json.load(fh)
+    refs = load_refs("swiglu_refs.json")
     c = next(c for c in refs["cases"] if c["teacher"] == "h3")
     U = np.eye(refs["d"])[:1]
     T = Teacher.additive("h3", U)

@@ -1,14 +1,19 @@
 """Rigorous specialization times of the reduced single-neuron flow (issue 20) against an
 independent 30-digit reference.
 
-The reference integrates the *unreduced* gradient flow of the bias-free single neuron in the
-plane of (u, θ0): state (a, w1, w2), loss L = ½E[(a relu(w·x) − relu(u·x))²] with
-E[relu(w·x)²] = |w|²/2, E[relu(w·x) relu(u·x)] = (|w| sin φ + (π − φ) w1)/(2π) and its
-gradient ((π − φ) u + sin φ ŵ)/(2π) (arc-cosine kernel; gauge seed paper, DESIGN §7), by
-mpmath.odefun at 30 digits, and finds cos(w, u) = τ by root finding on its dense solution —
-it calls no popdyn / certify code.  The reference field is cross-checked against popdyn's
-reduced (ċ, φ̇) numerically."""
+The reference (data/_precompute/gauge_time_refs.py: ``ref_field``, ``ref_time``) integrates the
+*unreduced* gradient flow of the bias-free single neuron in the plane of (u, θ0): state
+(a, w1, w2), loss L = ½E[(a relu(w·x) − relu(u·x))²] with E[relu(w·x)²] = |w|²/2,
+E[relu(w·x) relu(u·x)] = (|w| sin φ + (π − φ) w1)/(2π) and its gradient
+((π − φ) u + sin φ ŵ)/(2π) (arc-cosine kernel; gauge seed paper, DESIGN §7), by mpmath.odefun at
+30 digits, and finds cos(w, u) = τ by root finding on its dense solution — it calls no popdyn /
+certify code.  Its times for the exact float64 inputs of these tests are precomputed into
+data/refs/gauge_time_refs.json (inputs as hex, times exact); inputs not stored there (e.g.
+other hypothesis draws) are computed here by the same function.  The reference field is
+cross-checked against popdyn's reduced (ċ, φ̇) numerically."""
 import math
+import os
+import sys
 
 import mpmath as mp
 import numpy as np
@@ -16,35 +21,18 @@ from hypothesis import given, settings, strategies as st
 
 from popdyn.gauge import ratio_start, reduced_rhs, rigorous_specialization_times
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.append(os.path.join(ROOT, "data", "_precompute"))
+import gauge_time_refs as GT  # noqa: E402  (the independent reference, pure mpmath)
 
-def _ref_field(a, w1, w2):
-    nw = mp.sqrt(w1 * w1 + w2 * w2)
-    phi = mp.acos(w1 / nw)
-    sphi = mp.sin(phi)
-    g = (nw * sphi + (mp.pi - phi) * w1) / (2 * mp.pi)
-    gw1 = ((mp.pi - phi) + sphi * w1 / nw) / (2 * mp.pi)
-    gw2 = (sphi * w2 / nw) / (2 * mp.pi)
-    return [-(a * nw * nw / 2 - g), -(a * a * w1 / 2 - a * gw1), -(a * a * w2 / 2 - a * gw2)]
+_ref_field = GT.ref_field
+_STORED = GT.load()
 
 
-def _ref_time(c0, ratio, cos0, tau, dps=30):
-    with mp.workdps(dps):
-        a0 = mp.sqrt(mp.mpf(c0) * mp.mpf(ratio))
-        wn = mp.sqrt(mp.mpf(c0) / mp.mpf(ratio))
-        c = mp.mpf(cos0)
-        sol = mp.odefun(lambda t, y: _ref_field(*y), 0, [a0, wn * c, wn * mp.sqrt(1 - c * c)])
-
-        def s(t):
-            y = sol(t)
-            return y[1] / mp.sqrt(y[1] ** 2 + y[2] ** 2) - tau
-
-        lo, hi = mp.mpf(0), mp.mpf("0.01")
-        while s(hi) < 0:
-            lo, hi = hi, hi * 1.5
-        for _ in range(12):           # bisection to a good start, then the secant method
-            m = (lo + hi) / 2
-            lo, hi = (m, hi) if s(m) < 0 else (lo, m)
-        return mp.findroot(s, (lo, hi), solver="secant", tol=mp.mpf(10) ** (-2 * dps + 4))
+def _ref_time(c0, ratio, cos0, tau):
+    """The reference time for these exact float64 inputs: stored, or computed now."""
+    t = _STORED.get(GT.key(c0, ratio, cos0, tau))
+    return GT.ref_time(c0, ratio, cos0, tau) if t is None else t
 
 
 def test_reference_field_matches_popdyn_reduction():
