@@ -90,6 +90,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.models import Params, Student
+from popdyn.teachers import NetworkTeacher, Teacher
 
 from . import _arb as A
 from .bracket import Bracket, BracketArray
@@ -135,9 +137,6 @@ class Problem:
 
 
 def _problem(student, params, teacher) -> tuple[Problem, np.ndarray]:
-    from popdyn.models import Params, Student
-    from popdyn.teachers import NetworkTeacher, Teacher
-
     if not isinstance(student, Student):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
     if student.activation != "relu" or student.bias:
@@ -181,8 +180,6 @@ def to_reduced(student, params) -> np.ndarray:
 def from_reduced(student, x, signs):
     """Balanced ``popdyn.Params`` with reduced coordinates x: a_j = ε_j (|u_j|/s)^{1/2},
     w_j = u_j / (s|a_j|)."""
-    from popdyn.models import Params
-
     m, d = student.m, student.d
     x = np.asarray(x, dtype=np.float64)
     U = x[:m * d].reshape(m, d)

@@ -41,6 +41,11 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate as V
+from ._paths import data_path
+from .dynamics import Schedule, train
+from .experiments._threads import blas_threads
+from .models import Student
+from .teachers import Teacher
 
 TEACHERS = ("easy", "hard")
 #: activations of the census (teacher and student share it); piecewise-linear and smooth
@@ -69,7 +74,6 @@ def load_config(path=None) -> dict:
     Raises ``ValueError`` naming the section and key for a missing, unknown or invalid entry.
     """
     if path is None:
-        from ._paths import data_path
         text = data_path("configs", "learnability.toml").read_text()
         source = "learnability.toml"
     else:
@@ -182,8 +186,6 @@ def teacher_rows(kind: str, seed: int, *, k: int, d: int, hard_angle: float) -> 
 def teacher(kind: str, seed: int, *, activation: str = "relu", k: int, d: int, hard_angle: float):
     """The teacher network y = Σ_j σ(u_j·x) (output weights 1, biases 0) with the rows of
     :func:`teacher_rows` and the activation ``activation``."""
-    from .teachers import Teacher
-
     V.choice("activation", activation, ACTIVATIONS)
     U = teacher_rows(kind, seed, k=k, d=d, hard_angle=hard_angle)
     return Teacher.network(activation, np.ones(U.shape[0]), U)
@@ -286,9 +288,6 @@ def run(cfg: dict, *, activation: str, kind: str, m: int, scale: float, seed: in
 
     Returns a plain-data record (settings, class, the numbers behind it, counters, wall time).
     """
-    from .dynamics import Schedule, train
-    from .models import Student
-
     V.choice("activation", activation, ACTIVATIONS)
     V.choice("kind", kind, TEACHERS)
     m = V.positive_int("m", m)
@@ -338,7 +337,6 @@ def _key(kw) -> str:
 
 def _run_kw(args):
     cfg, kw = args
-    from .experiments._threads import blas_threads
     with blas_threads(1):
         return run(cfg, **kw)
 

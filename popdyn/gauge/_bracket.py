@@ -56,7 +56,7 @@ def _rigorous(*bs) -> bool:
 
 def _outward(lo_ball, hi_ball, est):
     """Float endpoints rounded outward from Arb balls, the estimate clamped inside."""
-    from certify import _arb as A
+    from certify import _arb as A  # lazy: certify -> popdyn, never back
 
     lo, hi = A.lower(lo_ball), A.upper(hi_ball)
     return lo, hi, float(min(max(est, lo), hi))
@@ -73,7 +73,7 @@ def ratio_bracket(num: NumericalBracket, den: NumericalBracket, method: str = "r
     est = num.estimate / den.estimate
     if _rigorous(num, den) and num.finite and den.finite:
         from flint import arb
-        from certify import _arb as A
+        from certify import _arb as A  # lazy: certify -> popdyn, never back
 
         with A.workprec(128):
             lo, hi, est = _outward(arb(num.lo) / arb(den.hi), arb(num.hi) / arb(den.lo), est)
@@ -87,7 +87,7 @@ def slope_bracket(x0: float, x1: float, y0: NumericalBracket, y1: NumericalBrack
         raise ValueError("slope_bracket needs 0 < x0 < x1")
     if _rigorous(y0, y1) and y0.finite and y1.finite and y0.lo > 0 and y1.lo > 0:
         from flint import arb
-        from certify import _arb as A
+        from certify import _arb as A  # lazy: certify -> popdyn, never back
 
         with A.workprec(128):
             dla = (arb(x1) / arb(x0)).log()

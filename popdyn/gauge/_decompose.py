@@ -46,7 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
+from .._moments import moments
 from ..models import Params, Student
+from ..objective import _check, _grad_from, _loss_from
 
 __all__ = [
     "Decomposition", "decompose", "apply", "set_ratio", "conserved", "conserved_drift", "Drift",
@@ -271,16 +273,12 @@ def alignment(params: Params, teacher, *, absolute: bool = False) -> np.ndarray:
 def contributions(student: Student, params: Params) -> np.ndarray:
     """Functional contribution of each neuron: the L²(γ) norm ‖s a_j σ(w_j·x + b_j)‖ (exact,
     from the moment engine's C_jj = E[σ_j²])."""
-    from .._moments import moments
-
     M = moments(student, params, None, grad=False, cross=False)
     return student.s * np.abs(params.a) * np.sqrt(np.maximum(np.diag(M.C), 0.0))
 
 
 def group_contribution(student: Student, params: Params, neurons) -> float:
     """‖s Σ_{j ∈ neurons} a_j σ_j‖ in L²(γ): the joint functional contribution of a group."""
-    from .._moments import moments
-
     idx = _neuron_index(neurons, params.m)
     M = moments(student, params, None, grad=False, cross=False)
     a = params.a[idx]
@@ -380,9 +378,6 @@ def _residual_moments(student, params, teacher, rtol):
     neurons with a_j = 0 keep their H_j); ``tests/popdyn/test_gauge.py`` checks that
     s·(R0, a∘Rw, a∘Rb) equals :func:`popdyn.population_grad` to rounding.
     """
-    from .._moments import moments
-    from ..objective import _grad_from, _loss_from
-
     M = moments(student, params, teacher, rtol=rtol, grad=True)
     s, a, c, W = student.s, params.a, params.c, params.W
     v = teacher.weights
@@ -432,8 +427,6 @@ def decompose(student: Student, params: Params, teacher, *, rtol: float = 1e-10)
     Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt), the exact
     reaction–transport decomposition; DESIGN §7.
     """
-    from ..objective import _check
-
     require_homogeneous(student)
     _check(student, params, teacher)
     rtol = V.real("rtol", rtol, positive=True)

@@ -11,7 +11,7 @@ __all__ = ["reduced_field"]
 def reduced_field(Delta):
     """The :class:`certify.ode.VectorField` of the reduced (c, φ) flow for conserved ``Delta``
     (an ``arb`` or a float, meaning its exact value)."""
-    from certify.ode import VectorField
+    from certify.ode import VectorField  # lazy: certify -> popdyn, never back
 
     D = arb(Delta)
     neg = bool(D < 0)

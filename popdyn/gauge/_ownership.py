@@ -31,6 +31,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as V
+from ..dynamics import Schedule, train
+from ..finite import decompose_empirical, draw, train_finite
+from ..models import Params, Student
+from ..teachers import Teacher
+from ._decompose import alignment, contributions, decompose, group_contribution
+from ._reduced import ratio_start
 
 OTHERS = ("opposite", "balanced")
 MODES = ("population", "finite")
@@ -41,10 +47,6 @@ __all__ = ["OTHERS", "MODES", "duplicate_start", "OwnershipRun", "ownership"]
 def duplicate_start(k: int, *, c0: float, D: float, d: int, others: str = "opposite",
                     cos0: float | None = None):
     """(student, params, teacher) of the duplicate-neuron start (module docstring)."""
-    from ..models import Params, Student
-    from ..teachers import Teacher
-    from ._reduced import ratio_start
-
     k = V.positive_int("k", k)
     if k < 2:
         raise ValueError(f"`k` must be >= 2 (duplicate neurons), got {k}")
@@ -160,9 +162,6 @@ def ownership(k: int = 3, *, c0: float = 1.0, D: float = 16.0, d: int = 10, othe
     -------
     OwnershipRun
     """
-    from ..dynamics import Schedule, train
-    from ._decompose import alignment, contributions, decompose, group_contribution
-
     V.choice("mode", mode, MODES)
     student, p0, teacher = duplicate_start(k, c0=c0, D=D, d=d, others=others, cos0=cos0)
     lr = V.real("lr", lr, positive=True)
@@ -179,7 +178,6 @@ def ownership(k: int = 3, *, c0: float = 1.0, D: float = 16.0, d: int = 10, othe
                "pop_loss": dec.loss, "reaction": dec.dissipation_reaction,
                "transport": dec.dissipation_transport}
         if "X" in data:
-            from ..finite import decompose_empirical
             de = decompose_empirical(st, p, data["X"], data["y"])
             rec.update(emp_loss=de.loss, emp_reaction=de.dissipation_reaction,
                        emp_transport=de.dissipation_transport)
@@ -192,7 +190,6 @@ def ownership(k: int = 3, *, c0: float = 1.0, D: float = 16.0, d: int = 10, othe
         tr = train(student, p0, teacher, method="gd", lr=lr, max_updates=nmax, schedule=sched,
                    recorder=recorder)
     else:
-        from ..finite import draw, train_finite
         n_samples = V.positive_int("n_samples", n_samples)
         seed = V.nonneg_int("seed", seed)
         X, y = draw(teacher, n_samples, seed)

@@ -31,7 +31,11 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .. import _validate as V
+from ..models import Params, Student
+from ..objective import loss_and_grad
+from ..teachers import Teacher
 from ._bracket import NumericalBracket
+from ._decompose import decompose
 
 TWO_PI = 2.0 * np.pi
 RTOLS = (1e-8, 1e-10, 1e-12)
@@ -170,9 +174,6 @@ def single_neuron_problem(d: int, c0: float, ratio: float, cos0: float | None = 
     Student(d, m = 1, relu, bias=False, intercept=False); teacher relu(e_1·x); the neuron has
     a = sqrt(c0·ratio) > 0 and w = sqrt(c0/ratio)·(cos0 e_1 + sin0 e_2), cos0 = 1/√d by default.
     """
-    from ..models import Params, Student
-    from ..teachers import Teacher
-
     d = V.positive_int("d", d)
     if d < 2:
         raise ValueError(f"`d` must be >= 2 for the single-neuron problem, got {d}")
@@ -192,8 +193,6 @@ def reduced_vs_engine(states, d: int = 3) -> float:
     """Max relative discrepancy between the reduced (ċ, d cos φ/dt) and the engine's exact
     decomposition at the given states ``(c, cos φ, ratio)`` — an independent check of the
     reduction (and of the engine's decomposition)."""
-    from ._decompose import decompose
-
     worst = 0.0
     for c, cphi, ratio in states:
         student, p, teacher = single_neuron_problem(d, c, ratio, cphi)
@@ -217,9 +216,6 @@ def engine_specialization_time(d: int, c0: float, ratio: float, threshold: float
     """The specialization time of the same problem from the *engine's* gradient field
     (ȧ = −∂L/∂a, ẇ = −∂L/∂w with :func:`popdyn.population_grad`), integrated by LSODA at
     ``rtol`` with an event on cos(w, e_1) = threshold.  A cross-check of the reduction."""
-    from ..models import Params
-    from ..objective import loss_and_grad
-
     threshold = float(check_thresholds([threshold])[0])
     student, p0, teacher = single_neuron_problem(d, c0, ratio, cos0)
     if p0.W[0, 0] / np.linalg.norm(p0.W[0]) >= threshold:

@@ -44,7 +44,7 @@ STIFF_DELTA = 4.0
 
 
 def _spec(field_, tau):
-    from certify.ode import CrossingSpec
+    from certify.ode import CrossingSpec  # lazy: certify -> popdyn, never back
 
     t = arb(float(tau))
 
@@ -106,10 +106,10 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
     certify.CertificationError
         When the validated enclosures cannot separate a crossing.
     """
-    from certify import _arb as A
-    from certify.ode import crossing_times
+    from certify import _arb as A  # lazy: certify -> popdyn, never back
+    from certify.ode import crossing_times  # lazy: certify -> popdyn, never back
 
-    from certify import CertificationError
+    from certify import CertificationError  # lazy: certify -> popdyn, never back
 
     if stiff not in ("auto", "tube", "explicit"):
         raise ValueError(f"`stiff` must be one of ('auto', 'tube', 'explicit'), got {stiff!r}")
@@ -122,7 +122,7 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
         phi0 = start_angle(cos0, d)
         use_tube = stiff == "tube" or (stiff == "auto" and bool(Delta <= -STIFF_DELTA))
         if use_tube:
-            from ._slow import slow_tube_times
+            from ._slow import slow_tube_times  # lazy: stiff starts only; off `import popdyn`
 
             cs = phi0.cos()
             out, todo = [], []

@@ -52,6 +52,8 @@ import numpy as np
 from flint import arb, arb_series, ctx
 from numpy.polynomial import chebyshev as C
 
+from ._field import reduced_field
+
 __all__ = ["slow_manifold", "SlowTube", "slow_tube_times"]
 
 _TWO_PI = 2.0 * math.pi
@@ -205,7 +207,7 @@ def _local(fun, m: float, r: float, K: int):
 def _enclose(fun, lo: float, hi: float, K: int, depth: int = 0, test=None):
     """Verify ``test(enclosure)`` of fun over [lo, hi] by Taylor enclosures on sub-intervals
     (bisecting up to depth 14); returns the number of sub-intervals or raises."""
-    from certify import CertificationError
+    from certify import CertificationError  # lazy: certify -> popdyn, never back
 
     m = 0.5 * (lo + hi)
     r = 0.5 * (hi - lo) * (1 + 2 ** -40)
@@ -226,14 +228,14 @@ def _enclose(fun, lo: float, hi: float, K: int, depth: int = 0, test=None):
 
 
 def _up(x) -> float:
-    from certify import _arb as A
+    from certify import _arb as A  # lazy: certify -> popdyn, never back
     return A.upper(x)
 
 
 def _integrate(fun, lo: float, hi: float, K: int, rtol: float, depth: int = 0):
     """Enclosure of ∫_lo^hi fun(ψ) dψ (exact float endpoints) by Taylor quadrature with Lagrange
     remainder on sub-intervals (bisected until the remainder is below rtol of the piece)."""
-    from certify import CertificationError
+    from certify import CertificationError  # lazy: certify -> popdyn, never back
 
     m = 0.5 * (lo + hi)
     # the half-width and centre as balls ((hi ± lo)/2 are exact in Arb at prec >= 64)
@@ -280,11 +282,9 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
     ------
     certify.CertificationError when the tube or the entry cannot be verified.
     """
-    from certify import CertificationError
-    from certify import _arb as A
-    from certify.ode import integrate_until
-
-    from ._field import reduced_field
+    from certify import CertificationError  # lazy: certify -> popdyn, never back
+    from certify import _arb as A  # lazy: certify -> popdyn, never back
+    from certify.ode import integrate_until  # lazy: certify -> popdyn, never back
 
     thr = [float(t) for t in thresholds]
     with A.workprec(prec):

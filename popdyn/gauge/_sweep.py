@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import _validate as V
 from ._bracket import NumericalBracket, hull, ratio_bracket, slope_bracket
-from ._reduced import RTOLS, check_thresholds, reduced_specialization_times
+from ._reduced import RTOLS, check_thresholds, ratio_start, reduced_specialization_times
+from ._rigorous import STIFF_DELTA, rigorous_specialization_times
 
 PARAMETRIZATIONS = ("scaling", "ratio")
 METHODS = ("rigorous", "numerical")
@@ -106,10 +107,7 @@ def _times(c0, ratio, cos0, thr, rtols, method="numerical", max_steps=MAX_STEPS,
         if len(_CACHE) > 4096:
             _CACHE.clear()
         if method == "rigorous":
-            from certify import CertificationError
-
-            from ._reduced import ratio_start
-            from ._rigorous import STIFF_DELTA, rigorous_specialization_times
+            from certify import CertificationError  # lazy: certify -> popdyn, never back
 
             num, nf = _times(c0, ratio, cos0, thr, rtols, "numerical")
             Delta = ratio_start(c0, ratio)[2]

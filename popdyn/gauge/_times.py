@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
+from ..dynamics import Schedule, train
 from ._bracket import NumericalBracket
 from ._decompose import _neuron_index
 from ._reduced import check_thresholds
@@ -159,8 +160,6 @@ def specialization_time(student, params, teacher, thresholds, *, lr: float, max_
     :func:`specialization_times`, and combines them (see :class:`RefinedTimes`).  Extra keyword
     arguments go to :func:`popdyn.train` (e.g. ``head_lr_mult``).
     """
-    from ..dynamics import Schedule, train
-
     thr = check_thresholds(thresholds)
     lr = V.real("lr", lr, positive=True)
     max_time = V.real("max_time", max_time, positive=True)

@@ -99,6 +99,8 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._kernels.bvn import bvn_cdf, norm_hh
+from ..teachers import Teacher
+from ..teachers.network import NetworkTeacher
 from ._layout import Layout
 
 _INV_SQ2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -271,8 +273,6 @@ def _linear_conditional(wt, n2, T2, a2):
 def supported(student, teacher) -> tuple:
     """(True, "") if the formulas of this module apply (a relu / leaky-relu student with biases
     against a relu / leaky-relu network teacher with or without biases), else (False, reason)."""
-    from ..teachers import Teacher
-    from ..teachers.network import NetworkTeacher
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..models import Params
+from ._biased import new_unit_correlation
 from ._hessian import _require, layout, loss_grad_hessian, pl_kernel, _SQ2PI
 
 KINDS = ("global_min", "strict_local_min", "saddle", "degenerate", "not_critical")
@@ -98,7 +100,6 @@ class Reduced:
 
     def params(self):
         """The full-coordinate :class:`popdyn.Params` (a = ε, W = U)."""
-        from ..models import Params
         st = self.student
         return Params(self.signs.astype(float), self.U, self.biases() if st.bias else np.zeros(self.m),
                       self.c if st.intercept else 0.0, self.v if st.skip else None)
@@ -166,7 +167,6 @@ def boundary_derivative(r: Reduced, teacher, directions, sign: float = 1.0) -> n
     st = r.student
     _require(st, teacher)
     if st.bias or np.any(teacher.bias != 0):
-        from ._biased import new_unit_correlation
         Th = np.asarray(directions, float)
         Th = Th / np.linalg.norm(Th, axis=1, keepdims=True)
         d = st.d
@@ -427,7 +427,6 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
     failures : list of (int, str)
         Starts that ended at no critical point (|∇L| > gtol), with the reason.
     """
-    from ..models import Params
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}")
     _require(student, teacher)

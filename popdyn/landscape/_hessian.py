@@ -49,7 +49,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..teachers import Teacher
+from ..teachers.network import NetworkTeacher
+from ._biased import loss_grad_hessian as _biased_lgh
+from ._biased import supported as _biased_supported
 from ._layout import Layout, flatten, layout, unflatten  # noqa: F401  (re-exported)
+from ._smooth import loss_grad_hessian as smooth_lgh
+from ._smooth import supported as smooth_supported
 
 _SQ2PI = np.sqrt(2.0 * np.pi)
 
@@ -120,16 +126,12 @@ def pl_kernel(Wi, pi, qi, Wj, pj, qj, *, hessian: bool = True):
 def supported(student, teacher) -> tuple:
     """(True, "") if the closed forms of this module apply to (student, teacher), else
     (False, reason)."""
-    from ..teachers import Teacher
-    from ..teachers.network import NetworkTeacher
     if getattr(student, "act", None) is not None and student.act.kind == "smooth":
-        from ._smooth import supported as smooth_supported      # smooth students (issue 21)
-        return smooth_supported(student, teacher)
+        return smooth_supported(student, teacher)               # smooth students (issue 21)
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")
     if student.bias:                       # students with biases: popdyn.landscape._biased
-        from ._biased import supported as _biased_supported
         return _biased_supported(student, teacher)
     if not isinstance(teacher, Teacher):
         return False, f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}"
@@ -137,7 +139,6 @@ def supported(student, teacher) -> tuple:
         return False, ("the exact Hessian needs a relu / leaky_relu network teacher "
                        f"(popdyn.Teacher.network); got a {type(teacher).__name__}")
     if np.any(teacher.bias != 0):          # teachers with biases: popdyn.landscape._biased
-        from ._biased import supported as _biased_supported
         return _biased_supported(student, teacher)
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has input dimension {teacher.d} but the student has "
@@ -196,11 +197,9 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
         Unsupported student / teacher (the message names what is supported), or a zero w_j.
     """
     if getattr(student, "act", None) is not None and student.act.kind == "smooth":
-        from ._smooth import loss_grad_hessian as smooth_lgh    # smooth students (issue 21)
-        return smooth_lgh(student, params, teacher, hessian=hessian)
+        return smooth_lgh(student, params, teacher, hessian=hessian)    # smooth students (issue 21)
     _require(student, teacher)
     if student.bias or np.any(teacher.bias != 0):     # B-1..B-10 of popdyn.landscape._biased
-        from ._biased import loss_grad_hessian as _biased_lgh
         return _biased_lgh(student, params, teacher, hessian=hessian)
     student.check(params)
     lay = layout(student)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..models import Params
+
 @dataclass(frozen=True)
 class Layout:
     """Slices of the flat parameter vector of a student (order: a, W, b, v, c; see module doc)."""
@@ -81,7 +83,6 @@ def flatten(student, params) -> np.ndarray:
 
 def unflatten(student, x):
     """Inverse of :func:`flatten` (a :class:`popdyn.Params`; fixed parameters are zero)."""
-    from ..models import Params
     lay = layout(student)
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (lay.size,):
