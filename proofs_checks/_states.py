@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import popdyn
+
 # (activation, bias, intercept, scaling, teacher) — teachers with closed-form moments, finite Hermite
 # sums, and a truncated Hermite series (tanh): the identities hold to rounding for all of them, since
 # Euler's identity σ′(t)t = σ(t) holds term by term for the truncated teacher.
@@ -19,7 +21,6 @@ CONFIGS = (
 
 def random_state(seed: int, config, *, m: int = 4, d: int = 5, zero_head: bool = False):
     """(student, params, teacher) for one configuration; ``zero_head`` sets a_0 = 0 exactly."""
-    import popdyn
 
     act, bias, intercept, scaling, tk = config
     rng = np.random.default_rng(seed)

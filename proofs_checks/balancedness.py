@@ -23,6 +23,10 @@ Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); docs/design
 from __future__ import annotations
 
 import numpy as np
+from scipy.integrate import solve_ivp
+
+import popdyn
+from popdyn.gauge import conserved, conserved_drift, decompose, identity_residuals
 
 from ._core import make_verdict, register, summary_verdict
 from ._states import CONFIGS, random_state
@@ -34,8 +38,6 @@ ORDER, ORDER_TOL = 1.0, 0.25
 
 
 def _drift(student, p, teacher, h, T, head_lr_mult=1.0):
-    import popdyn
-    from popdyn.gauge import conserved_drift
 
     n = int(round(T / h))
     tr = popdyn.train(student, p, teacher, method="gd", lr=h, max_updates=n,
@@ -44,10 +46,7 @@ def _drift(student, p, teacher, h, T, head_lr_mult=1.0):
 
 
 def _flow_drift(student, p, teacher, T):
-    import popdyn
-    from scipy.integrate import solve_ivp
 
-    from popdyn.gauge import conserved
 
     m, d = p.m, p.d
 
@@ -70,8 +69,6 @@ def _flow_drift(student, p, teacher, T):
 
 
 def _one_step(student, p, teacher, h):
-    import popdyn
-    from popdyn.gauge import conserved
 
     _, g = popdyn.loss_and_grad(student, p, teacher)
     q = popdyn.Params(p.a - h * g.a, p.W - h * g.W, p.b - h * g.b, p.c - h * g.c)
@@ -87,7 +84,6 @@ def _one_step(student, p, teacher, h):
           quick=dict(states=3, m=3, d=4, h=0.04, T=2.0, seed=1),
           full=dict(states=20, m=5, d=8, h=0.04, T=8.0, seed=1))
 def check(*, states: int, m: int, d: int, h: float, T: float, seed: int):
-    from popdyn.gauge import decompose, identity_residuals
 
     rate = 0.0
     for ci, cfg in enumerate(CONFIGS):

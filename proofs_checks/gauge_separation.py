@@ -50,7 +50,12 @@ specialization time"; docs/design.md §7 (table of regimes).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
+
+from popdyn.gauge import (engine_specialization_time, format_regime_table, METHODS, reduced_specialization_times, reduced_vs_engine, regime_table, single_neuron_problem, specialization_time)
+from popdyn.gauge._sweep import MAX_STEPS
 
 from ._core import make_verdict, register, summary_verdict
 
@@ -75,7 +80,6 @@ FULL_REGIMES = {
 
 
 def _reduction_part(n_states, seed):
-    from popdyn.gauge import reduced_vs_engine
 
     rng = np.random.default_rng(seed)
     states = [(float(np.exp(rng.uniform(np.log(1e-3), np.log(3.0)))), float(rng.uniform(-0.9, 0.99)),
@@ -88,7 +92,6 @@ def _reduction_part(n_states, seed):
 
 
 def _engine_part(d, c0, D, thr):
-    from popdyn.gauge import engine_specialization_time, reduced_specialization_times
 
     worst, rows = 0.0, []
     for ratio in (D, 1.0 / D):
@@ -104,7 +107,6 @@ def _engine_part(d, c0, D, thr):
 
 
 def _gd_part(d, c0, D, thr, lr):
-    from popdyn.gauge import reduced_specialization_times, single_neuron_problem, specialization_time
 
     parts = []
     for label, ratio in (("favorable", D), ("opposite", 1.0 / D)):
@@ -135,10 +137,7 @@ def _gd_part(d, c0, D, thr, lr):
                     seed=0, tables=True, method="rigorous", max_steps=None))
 def check(*, ds, thresholds, tail, regimes, reduction_states, engine, gd, seed, tables,
           method="rigorous", max_steps=None):
-    import time
 
-    from popdyn.gauge import METHODS, format_regime_table, regime_table
-    from popdyn.gauge._sweep import MAX_STEPS
 
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}")

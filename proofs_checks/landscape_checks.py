@@ -48,7 +48,13 @@ import tomllib
 
 import numpy as np
 
-from ._core import Verdict, make_verdict, register, summary_verdict
+import popdyn
+from certify.critical import critical_point
+from popdyn import landscape as ls
+from popdyn._paths import data_path
+from popdyn.landscape._critical import _polish, Reduced
+
+from ._core import make_verdict, register, summary_verdict, Verdict
 
 PAPER = ("seed 004, title paper: \"Removing spurious minima for planar features by skip "
          "connections\" (claims as read by issue 21)")
@@ -58,14 +64,12 @@ UNAVAILABLE = "uncertified (certify.critical_point unavailable)"
 # ---------------------------------------------------------------------------- declared setup
 def declared_teachers() -> dict:
     """The declared teachers of data/configs/landscape/teachers.toml (name → dict)."""
-    from popdyn._paths import data_path
     with data_path("configs", "landscape", "teachers.toml").open("rb") as fh:
         return tomllib.load(fh)["teacher"]
 
 
 def make_teacher(name: str, d: int = 2):
     """The declared planar teacher ``name`` embedded in span(e1, e2) of R^d."""
-    import popdyn
     decl = declared_teachers()
     if name not in decl:
         raise ValueError(f"`teacher` must be one of {sorted(decl)}, got {name!r}")
@@ -86,17 +90,8 @@ def declared_starts(student, seeds, scale):
 
 # ---------------------------------------------------------------------------- certification
 def _critical_point_function():
-    try:
-        import certify
-    except ImportError:           # pragma: no cover
-        return None
-    fn = getattr(certify, "critical_point", None)
-    if fn is None:
-        try:
-            from certify.critical import critical_point as fn
-        except ImportError:
-            return None
-    return fn
+    """certify's critical-point certifier (certify is a dependency of this package)."""
+    return critical_point
 
 
 def certify_point(student, params, teacher, *, prec: int = 128) -> dict:
@@ -144,8 +139,6 @@ def census(teacher_name, *, d, widths, seeds, scale, skip=True, method="trust-ex
     points : dict
         width → list of :class:`popdyn.landscape.CriticalPoint`.
     """
-    import popdyn
-    from popdyn import landscape as ls
     T = make_teacher(teacher_name, d)
     rows, allpts = [], {}
     for m in widths:
@@ -368,8 +361,6 @@ def span_status(cp, teacher, *, span_tol=1e-6, gtol=1e-9, loss_tol=1e-10):
     direction of the loss and is not determined by it (e.g. units that split one teacher
     feature: a quartic valley) --, else ``"out_of_span"``.
     """
-    from popdyn.landscape._critical import Reduced, _polish
-    from popdyn import landscape as ls
     r = cp.point
     Th = r.U / np.linalg.norm(r.U, axis=1, keepdims=True)
     off = float(np.max(np.linalg.norm(Th[:, 2:], axis=1)))

@@ -53,15 +53,17 @@ import json
 import os
 import tempfile
 import time
-from pathlib import Path
+
+from popdyn import learnability as L
+from popdyn.learnability import rate_difference
 
 from ._core import make_verdict, register, summary_verdict
+from pathlib import Path
 
 EPS_MARGIN = 0.0     # the claims are "> 0": constant 0 on the lower end of the bracket
 
 
 def _diff_part(name, statement, x1, n1, x2, n2, level, *, role="claim", extra=()):
-    from popdyn.learnability import rate_difference
 
     lo, hi = rate_difference(x1, n1, x2, n2, level)
     note = (f"{x1}/{n1} = {x1 / n1 if n1 else float('nan'):.3f} vs {x2}/{n2} = "
@@ -80,7 +82,6 @@ def _default_out(preset):
 def verdict_of(records, cfg, *, preset="?", wall=None, out=None) -> object:
     """The composite verdict on census ``records`` (list of :func:`popdyn.learnability.run`
     records) under configuration ``cfg``."""
-    from popdyn import learnability as L
 
     level = float(cfg["stats"]["level"])
     k = int(cfg["teacher"]["k"])
@@ -155,7 +156,6 @@ def check(*, census: str, config: str, workers: int, out: str, seeds: int):
     records to ``out`` (empty: a temporary directory) and decide the claims.  ``seeds`` > 0
     takes only the first ``seeds`` seeds of every cell (0: the declared number); the runs
     already in ``out``'s census log are read back, not recomputed."""
-    from popdyn import learnability as L
 
     cfg = L.load_config(config or None)
     L.grid(cfg, census)          # validates `census` (names the argument and the choices)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from popdyn.gauge import ownership
+
 from ._core import make_verdict, register, summary_verdict
 
 PRUNE_TOL = 1e-8
@@ -36,7 +38,6 @@ SMALL_REGIME = 0.1      # c0·D ≤ 0.1
 
 
 def _run(spec, common):
-    from popdyn.gauge import ownership
 
     kw = dict(common)
     kw.update(spec)

@@ -44,8 +44,20 @@ Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): abstract (the theorem
 from __future__ import annotations
 
 import math
+import tempfile
 
-from ._core import make_verdict, register, summary_verdict
+import numpy as np
+
+import certify
+from popdyn import config as C
+from popdyn.config import make_student, teacher_from_table
+from popdyn.diagnostics.budget import fixed_ball_refits
+from popdyn.experiments import Store, sweep
+from popdyn.experiments.runner import params_from
+from popdyn.experiments.store import num
+from popdyn.experiments.tables import groups
+
+from ._core import make_verdict, register, summary_verdict, Verdict
 
 A_CONST = 0.5
 R_CONST = 0.399
@@ -89,7 +101,6 @@ def _gain(c0, cP, key, sign):
     b0, bP = c0.get(key), cP.get(key)
     if not isinstance(b0, dict) or not isinstance(bP, dict):
         return (-math.inf, math.inf), "numerical", False
-    from popdyn.experiments.store import num
 
     l0, h0, lP, hP = num(b0["lo"]), num(b0["hi"]), num(bP["lo"]), num(bP["hi"])
     br = (lP - h0, hP - l0) if sign > 0 else (l0 - hP, h0 - lP)
@@ -106,7 +117,6 @@ def in_family(rec, max_scale) -> bool:
 
 def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
     """The verdict on the runs of a result store (claims: in-family runs; controls: the rest)."""
-    from popdyn.experiments.tables import groups
 
     rkind = "same_budget" if budget == "same_budget" else "bounded"
     parts, notes = [], []
@@ -158,7 +168,6 @@ def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
                  + ("same-budget = ‖a′‖ ≤ ‖a‖ of the checkpoint's own head"
                     if budget == "same_budget" else f"fixed ball ‖a′‖ ≤ {budget} at both checkpoints"))
     if not parts:
-        from ._core import Verdict
         return Verdict("plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf),
                        "numerical", -math.inf, settings=dict(settings or {}), kind="at_least",
                        notes=tuple(notes + ["the store has no finished runs"]))
@@ -180,10 +189,7 @@ def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
 def check(*, link, rank, d, m, scale, seeds, method, eps, max_updates, loss_target, every, delta,
           budget, prec, store=None):
     """Run the declared cohort into a (temporary) store and decide on it."""
-    import tempfile
 
-    from popdyn import config as C
-    from popdyn.experiments import Store, sweep
 
     if not str(link).startswith(FAMILY):
         raise ValueError(f"`link` must be in the declared family damped_cubic:<a>, got {link!r}")
@@ -238,12 +244,6 @@ def check_store_paper(store, keys=None, *, budget="teacher", max_scale=0.05, pre
     -------
     Verdict
     """
-    import certify
-    import numpy as np
-    from popdyn.config import make_student, teacher_from_table
-    from popdyn.diagnostics.budget import fixed_ball_refits
-    from popdyn.experiments.runner import params_from
-    from popdyn.experiments.store import Store
 
     st = store if isinstance(store, Store) else Store(store, create=False)
     keys = list(keys) if keys is not None else list(st.keys())
@@ -290,7 +290,6 @@ def check_store_paper(store, keys=None, *, budget="teacher", max_scale=0.05, pre
             "small initialization")
     notes.append("reading: " + PAPER_READING.format(budget=budget))
     if not parts:
-        from ._core import Verdict
         return Verdict("plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf),
                        "numerical", -math.inf, settings=dict(settings or {}), kind="at_least",
                        notes=tuple(notes + ["no finished runs"]))

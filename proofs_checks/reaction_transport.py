@@ -26,6 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import popdyn
+from popdyn.finite import decompose_empirical, draw
+from popdyn.gauge import apply, decompose, group_contribution, identity_residuals
+
 from ._core import make_verdict, register, summary_verdict
 from ._states import CONFIGS, random_state
 
@@ -34,8 +38,6 @@ FD_TOL = 1e-6
 
 
 def _loss_scale(student, p, teacher):
-    import popdyn
-    from popdyn.gauge import group_contribution
 
     fpart = group_contribution(student, p, None)
     L = popdyn.population_loss(student, p, teacher)
@@ -43,7 +45,6 @@ def _loss_scale(student, p, teacher):
 
 
 def _fd_dissipation(student, p, teacher, g):
-    import popdyn
 
     gn2 = float(g.flat() @ g.flat())
     if gn2 == 0:
@@ -64,9 +65,6 @@ def _fd_dissipation(student, p, teacher, g):
           quick=dict(states=4, m=4, d=5, n_samples=400, seed=0),
           full=dict(states=40, m=6, d=8, n_samples=2000, seed=0))
 def check(*, states: int, m: int, d: int, n_samples: int, seed: int):
-    import popdyn  # noqa: F401  (engine import)
-    from popdyn.finite import decompose_empirical, draw
-    from popdyn.gauge import apply, decompose, identity_residuals
 
     rng = np.random.default_rng(seed)
     worst = {"c_dot": 0.0, "theta_dot": 0.0, "dissipation": 0.0, "gauge_loss": 0.0,

@@ -45,8 +45,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from flint import arb
+from scipy.optimize import minimize
 
-from ._core import Verdict, make_verdict, register, summary_verdict
+import popdyn
+from certify import _arb as A
+from certify.critical import (_ArbB, _FloatB, _lgh, _pair, _problem, critical_point, from_reduced, newton_refine, split_is_local_min)
+
+from ._core import make_verdict, register, summary_verdict, Verdict
 
 #: the declared teacher: directions (rows) and output weights
 TEACHER_U = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0))
@@ -58,13 +64,11 @@ TINY = 5e-324
 
 
 def teacher():
-    import popdyn
 
     return popdyn.Teacher.network("relu", np.array(TEACHER_ALPHA), np.array(TEACHER_U))
 
 
 def _student(m, skip):
-    import popdyn
 
     return popdyn.Student(2, m, "relu", bias=False, intercept=False, skip=skip)
 
@@ -73,10 +77,7 @@ def find_critical(m, *, skip, starts, seed):
     """The declared float search (module docstring).  Returns (records, n_converged) with
     records dicts {x, signs, loss, gmax, eig_min} of distinct candidates (all converged points,
     not only minima)."""
-    import popdyn
-    from scipy.optimize import minimize
 
-    from certify.critical import _FloatB, _lgh, _problem, newton_refine
 
     T = teacher()
     S = _student(m, skip)
@@ -126,10 +127,7 @@ def _key(x, signs, m):
 def _zero_mass_margin(cp, prob, prec, n_dirs=64):
     """max over n_dirs directions û of |g(û)| (rigorous lower bound) with g(û) = E[h relu(û·x)]
     at the certified point (every point of the box K(X))."""
-    from flint import arb
 
-    from certify import _arb as A
-    from certify.critical import _ArbB, _pair
 
     best = (0.0, None)
     with A.workprec(prec):
@@ -158,9 +156,7 @@ def _zero_mass_margin(cp, prob, prec, n_dirs=64):
           full=dict(starts=40, seed=3, radius=1e-4, prec=128, skip_widths=(3, 4, 5, 6),
                     skip_starts=20))
 def check(*, starts, seed, radius, prec, skip_widths, skip_starts):
-    import popdyn
 
-    from certify.critical import (_problem, critical_point, from_reduced, split_is_local_min)
 
     T = teacher()
     S3 = _student(3, False)
