@@ -78,7 +78,7 @@ from . import smooth as SM
 from .loss import (_brackets, _check_inputs, _dot, _grad_balls, _grad_brackets,
                    _numerical_loss, _ridge_loss, _scale)
 from .refit import _NumericalMoments
-from .alignment import AlignmentBracket, _align, _retry_exact, _symmetrize, agop_enclosure
+from .alignment import AlignmentBracket, _align, _retry_exact, agop_enclosure
 from .bracket import BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -424,17 +424,16 @@ def skip_agop_enclosure(student, params, CM) -> arb_mat:
         Certified moments of the student without the skip, with ``B``.
     """
     plain = _plain(student)
-    d = student.d
     mu1 = _mu1(CM)
     s = _scale(student)
     M0 = agop_enclosure(plain, params, CM.B)
     am = arb_mat(student.m, 1, [arb(float(params.a[j])) * mu1[j, 0] for j in range(student.m)])
     q = s * (A.mat_from_array(params.W).transpose() * am)
     v = A.mat_from_array(params.v)
-    M = M0 + v * v.transpose() + q * v.transpose() + v * q.transpose()
-    if M.nrows() != d:       # cannot happen: W is (m, d)
-        raise CertificationError("internal: AGOP shape", hint="report this")
-    return _symmetrize(M)
+    X = v * q.transpose()
+    # vvᵀ + X + Xᵀ is symmetric entry for entry (commutative ball products), so M stays exactly
+    # symmetric, and v = 0 adds exact zeros: the plain student's enclosure, bit for bit
+    return M0 + (v * v.transpose() + X + X.transpose())
 
 
 def skip_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
