@@ -430,6 +430,13 @@ def _order(student, params):
 
 
 _SETUP_CACHE: list = []
+#: (covers(teacher), loss(student, params, teacher, prec), refit_problem(...)) of the modules
+#: that certify SwiGLU students against further teachers (:mod:`certify.swiglu_gated`)
+TEACHER_CERTIFIERS: list = []
+
+
+def _teacher_certifier(teacher):
+    return next((t for t in TEACHER_CERTIFIERS if t[0](teacher)), None)
 
 
 def _setup(student, params, extra_rows, prec, N=None):
@@ -511,6 +518,9 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
+    ext = _teacher_certifier(teacher) if poly is None else None
+    if ext is not None:
+        return ext[1](student, params, teacher, prec)
     if poly is None:
         return _numerical_loss(student, params, teacher, prec,
                                "teacher outside the rigorous class: additive, polynomial link")
@@ -616,6 +626,9 @@ def swiglu_refit_problem(student, params, teacher, prec):
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
+    ext = _teacher_certifier(teacher) if poly is None else None
+    if ext is not None:
+        return ext[2](student, params, teacher, prec)
     if poly is None:
         return _numerical_refit_problem(student, params, teacher, prec)
     m = student.m
