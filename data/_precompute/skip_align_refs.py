@@ -10,7 +10,8 @@ The pair moments E[σ′_iσ′_j] of (u_i, u_j) = (w_i·x + b_i, w_j·x + b_j) 
 Σ the Gram matrix of the two rows, computed at 40 digits from the exact float64 inputs:
 
 * relu: P(u_i > 0, u_j > 0) = ∫_{−h_i}^∞ φ(z) Φ((h_j + ρz)/√(1 − ρ²)) dz (h = b/|w|, mpmath
-  quadrature); ρ = ±1 (duplicated / antiparallel rows): Φ(min(h_i, h_j)) and
+  quadrature from max(−h_i, −60), broken at 0, ±2, ±4, ±8 so that the mass of φ is never
+  missed when |h_i| is huge, as for tiny neurons); ρ = ±1 (duplicated / antiparallel rows): Φ(min(h_i, h_j)) and
   max(0, Φ(h_i) + Φ(h_j) − 1); zero rows: the indicator of b > 0;
 * leaky relu (slope λ = 0.1, the float64 value): σ′ = λ + (1 − λ)1{u > 0}, so
   E[σ′_iσ′_j] = λ² + λ(1 − λ)(Φ(h_i) + Φ(h_j)) + (1 − λ)² P(u_i > 0, u_j > 0);
@@ -56,7 +57,11 @@ def _orthant(wi, bi, wj, bj):
         return max(mp.mpf(0), mp.ncdf(hi) + mp.ncdf(hj) - 1)
     sq = mp.sqrt(1 - rho * rho)
     f = lambda z: mp.npdf(z) * mp.ncdf((hj + rho * z) / sq)
-    return mp.quad(f, [-hi, -hi + 1, -hi + 4, -hi + 10, mp.inf])
+    # the Gaussian's mass sits in |z| < 60 whatever h_i is (a tiny neuron has |h_i| ~ 1e6):
+    # start there and break at the points where φ changes scale
+    lo = max(-hi, mp.mpf(-60))
+    pts = [lo] + [mp.mpf(t) for t in (-8, -4, -2, 0, 2, 4, 8) if t > lo] + [mp.inf]
+    return mp.quad(f, pts)
 
 
 def _phi_h(w, b):
