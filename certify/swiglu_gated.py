@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from flint import arb, arb_mat
 from popdyn.teachers.gated import GatedTeacher
 
@@ -122,7 +123,12 @@ def _quantities(student, params, teacher, prec):
     m = student.m
     gate = GT._gate(teacher)
     U = teacher.U
-    geo, T, E, M, N = SW._setup(student, params, U, prec)
+    # the SiLU enclosures and student moments depend on the student rows only: the student-only
+    # entry of certify.swiglu's cache (shared with the AGOP and with every teacher); the
+    # student–teacher geometry is formed here (each ball contains the exact value, so mixing
+    # the two geometries is sound)
+    _, T, E, M, N = SW._setup(student, params, None, prec)
+    geo = SW._Geometry(np.vstack([params.G, U]))
     Phi, phib, GV = _student_part(student, params, geo, T, M)
     i1, i2 = m, m + 1
     a, b, c = GT._dot(geo, i1, i1), GT._dot(geo, i2, i2), GT._dot(geo, i1, i2)
