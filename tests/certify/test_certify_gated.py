@@ -119,18 +119,18 @@ SW = [c for c in REFS["cases"] if c["teacher"] in ("tanh", "rotation")]
 
 @pytest.mark.parametrize("case", SW, ids=[c["teacher"] for c in SW])
 def test_swiglu_refit_against_gated_teachers(case):
-    """SwiGLU refits against teachers outside the polynomial class: numerical problem whose
-    teacher side contains the 30-digit E[yφ_j] and V_Y; every kind gives a bracket."""
+    """SwiGLU refits against gated teachers: a rigorous problem (certify.swiglu_gated, issue
+    19) whose teacher side contains the 30-digit E[yφ_j] and V_Y; every kind gives a bracket."""
     from certify.swiglu import swiglu_refit_problem
     U = np.eye(REFS["d"])[:2]
     T = Teacher.gated(case["teacher"], U)
     S = popdyn.SwiGLUStudent(REFS["d"], len(case["a"]))
     p = popdyn.SwiGLUParams(case["a"], case["G"], case["V"], case["c"])
     G, g, V, CM = swiglu_refit_problem(S, p, T, 128)
-    assert not CM.rigorous
+    assert CM.rigorous
     for j, y in enumerate(case["ref"]["Yphi"]):
         assert _contains(g[j, 0], y), (j, g[j, 0], y)
     assert _contains(V, case["ref"]["Ey2"])
     for kind, B in (("unrestricted", None), ("bounded", 0.5)):
         R = certify.refit_risk(S, p, T, kind, budget=B)
-        assert R.provenance == "numerical" and R.risk.lo <= R.risk.hi
+        assert R.provenance == "rigorous" and R.risk.lo <= R.risk.hi
