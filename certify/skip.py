@@ -41,6 +41,11 @@ zero-head risk Var(y − v·x), the float side's ``variance``); kinds unrestrict
 (B = ‖a‖), bounded and projected (W snapped to the teacher axes first, v unchanged) as for the ridge
 family (:func:`certify.refit.refit_risk`, which calls :func:`skip_refit_problem`).
 
+AGOP alignment (:func:`skip_alignment`): ∇f = v + s Σ_j a_j σ′_j w_j, so the AGOP is the ridge
+AGOP s²Wᵀ(aaᵀ∘B)W plus v vᵀ + q vᵀ + v qᵀ with q = s Wᵀ(a ∘ μ1) (SK-3), enclosed from the same
+certified moments (B = E[σ′_iσ′_j], μ1) and passed to the eigengap / Davis–Kahan recipe of
+:mod:`certify.alignment`: rigorous for relu, leaky relu, silu, gelu, tanh and erf.
+
 Coverage.  The loss and the refit: relu, leaky relu and the smooth students (erf, gelu, tanh,
 silu) wherever the student without the skip is covered; other pairs (gated / multi-index
 teachers, PL students against smooth teacher networks) get the float64 engine's ``numerical``

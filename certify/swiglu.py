@@ -38,7 +38,9 @@ What is rigorous here, and how
    positive combinations, ``q·z`` linear parts) are exact finite Hermite expansions at the
    actual row norms |u_k| (no orthonormality assumed): E[y], E[y²] and the cross moments
    E[yφ_j] = δ_j E[yσ'_j] + E[σ_j ∂_{v_j}y] (Stein) are finite sums of enclosed terms.
-   Every other teacher (non-polynomial links, networks, multi-index / gated teachers) gives a
+   Gated teachers y = κF(u₁·x)(u₂·x) (gates id, relu, gelu, tanh, rotation) are rigorous too,
+   through :mod:`certify.swiglu_gated` (registered in :data:`TEACHER_CERTIFIERS`).
+   Every other teacher (non-polynomial links, networks, other multi-index teachers) gives a
    ``numerical`` loss bracket: the float64 engine's value ± twice its error estimate
    (:func:`popdyn.swiglu.population_loss` with ``full_output``) plus 1e−13 of the loss scale.
 4. The AGOP M = Gᵀ(aaᵀ∘Q¹¹)G + Gᵀ(aaᵀ∘E)V + Vᵀ(aaᵀ∘Eᵀ)G + Vᵀ(aaᵀ∘M⁰⁰)V (see
