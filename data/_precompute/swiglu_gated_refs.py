@@ -161,19 +161,28 @@ def moment(g, w, B, forms, kink=False, hfac=1.0):
     return h1 * mp.fsum(f(k * h1) for k in range(-K1, K1 + 1))
 
 
+def _q(x):
+    return mp.mpf(x.numerator) / x.denominator
+
+
 def teacher_moments(gate, U, kap):
-    u1, u2 = _v(U[0]), _v(U[1])
-    a, b, c = _dot(u1, u1), _dot(u2, u2), _dot(u1, u2)
+    # a, b, c exactly in rationals: rows orthonormalized in float64 make a − b and c ~1e−16,
+    # which a 25-digit sum would leave with 9 correct digits
+    F1, F2 = _fr(U[0]), _fr(U[1])
+    aq = sum(x * x for x in F1)
+    bq = sum(x * x for x in F2)
+    cq = sum(x * y for x, y in zip(F1, F2))
+    a, b, c = _q(aq), _q(bq), _q(cq)
     kap = mp.mpf(kap)
     if gate == "rotation":
-        ey = kap * (a - b) / 2
-        ey2 = kap * kap * (3 * a * a - 2 * (a * b + 2 * c * c) + 3 * b * b) / 4
+        ey = kap * _q(aq - bq) / 2
+        ey2 = kap * kap * _q(3 * aq * aq - 2 * (aq * bq + 2 * cq * cq) + 3 * bq * bq) / 4
         return ey, ey2
     F, _, kink = GATES[gate]
     if gate == "relu":
         F = lambda q: q if q > 0 else mp.mpf(0)
     be = mp.sqrt(a)
-    cr, vr = c / be, b - c * c / a           # t = cr z + residual (variance vr), s = be z
+    cr, vr = c / be, _q(bq - cq * cq / aq)   # t = cr z + residual (variance vr), s = be z
     iv = [-mp.inf, 0, mp.inf]
     ey = kap * mp.quad(lambda z: mp.npdf(z) * F(be * z) * cr * z, iv)
     ey2 = kap * kap * mp.quad(lambda z: mp.npdf(z) * F(be * z) ** 2 * (cr * cr * z * z + vr), iv)
