@@ -3,6 +3,7 @@ configurations against an independent mpmath reference.
 
 Usage: python benchmarks/soak_certify.py [--cases N] [--seed S] [--start K] [--dps D]
        [--rule trapezoid|quad] [--json PATH] [--smooth-nets]
+       [--family ridge|skip_align|swiglu_gated|all]
 
 Each case draws (numpy Generator seeded by seed + case index, so a case is reproducible alone):
 an activation (relu, leaky_relu, silu, gelu, tanh, erf), a teacher family (additive h2, relu,
@@ -34,6 +35,17 @@ Since issue 19's second pass (branch issue19e) the gated-teacher brackets and th
 relu / leaky_relu students against smooth teacher networks are rigorous (certify.gated,
 certify.pl_smooth) instead of numerical / refused; the counts split the brackets by provenance
 ("brackets rigorous", "brackets numerical") so that the coverage is visible.
+
+``--family skip_align`` draws skip students instead (relu, leaky_relu, erf; d = 2..4, m = 2 or
+3; random, duplicated, antiparallel, zero and tiny neurons, v = 0 or not, both scalings) and
+checks the certified AGOP eigenvalues and scores (certify.skip.skip_alignment) against
+data/_precompute/skip_align_refs.py (orthant probabilities by quadrature, erf pairs in closed
+form); ``--family swiglu_gated`` draws SwiGLU students (d = 3 or 4, m = 2) against gated
+teachers (gate cycling through id, relu, gelu, tanh, rotation; rows orthonormalized in float64
+or exact axes; g_j parallel / antiparallel to u₁, v_j ⟂ u₂, zero neurons) and checks the loss,
+E[y], V_Y and the unrestricted refit (certify.swiglu_gated) against the direct 2-D Gaussian
+integrals of data/_precompute/swiglu_gated_refs.py at ``--dps`` digits.  ``--family all``
+cycles ridge, skip_align, swiglu_gated with the case index.
 
 Printed: cases, brackets checked, violations (a reference outside a bracket; must be 0),
 refusals by message, float contract counts (values, AccuracyWarnings, contract violations:
@@ -256,6 +268,150 @@ def _gated_case(i, name, act, raw, dps, counts, refusals, fails):
                 refusals[f"refit {kind} (gated {gate}, {act}): {str(e)[:90]}"] += 1
 
 
+def _checker(name, counts, fails, group):
+    def check(br, val, what):
+        counts["brackets"] += 1
+        counts[f"brackets ({group})"] += 1
+        counts[f"brackets {br.provenance}"] += 1
+        counts[f"brackets ({group}) {br.provenance}"] += 1
+        v = mp.mpf(val)
+        if not (mp.mpf(br.lo) <= v <= mp.mpf(br.hi)):
+            counts["violations"] += 1
+            fails.append(f"{name} {what}: {val} outside [{br.lo!r}, {br.hi!r}]")
+    return check
+
+
+def draw_skip(i: int, seed: int):
+    """(name, inputs of data/_precompute/skip_align_refs.py) of skip-alignment case i."""
+    rng = np.random.default_rng(seed + i)
+    act = ("relu", "leaky_relu", "erf")[rng.integers(3)]
+    geom = GEOMS[rng.integers(5)]                   # no "large": erf pairs stay closed anyway
+    d, m = int(rng.integers(2, 5)), int(rng.integers(2, 4))
+    W = rng.normal(0, 0.8, (m, d))
+    b = rng.normal(0, 0.6, m)
+    if geom == "duplicated":
+        W[1] = W[0]
+    elif geom == "antiparallel":
+        W[1] = -W[0]
+    elif geom == "zero":
+        W[1] = 0.0
+        b[1] = 0.4 if b[1] >= 0 else -0.4
+    elif geom == "tiny":
+        W[1] = 1e-7 * W[1] / np.linalg.norm(W[1])
+        b[1] = 0.5 if b[1] >= 0 else -0.5
+    v = rng.normal(0, 0.5, d) if rng.random() < 0.8 else np.zeros(d)
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    r = int(rng.integers(1, d))
+    inp = dict(act=act, scaling=("standard", "mean_field")[rng.integers(2)], W=W.tolist(),
+               a=rng.normal(0, 1.0, m).tolist(), b=b.tolist(), v=v.tolist(), c=0.1,
+               U=Q.T[:r].tolist())
+    return f"case{i}:skip:{act}:{geom}", inp
+
+
+def run_skip_case(i, seed, dps, counts, refusals, fails):
+    import popdyn
+    import certify
+    import skip_align_refs as SA
+    name, inp = draw_skip(i, seed)
+    mp.mp.dps = max(dps, 30)
+    SA.mp.mp.dps = max(dps, 30)
+    ref = SA.scores(SA.agop(inp), inp["U"])
+    mp.mp.dps = 60
+    W = np.array(inp["W"])
+    S = popdyn.Student(W.shape[1], W.shape[0], activation=inp["act"], scaling=inp["scaling"],
+                       negative_slope=0.1, skip=True)
+    p = popdyn.Params(np.array(inp["a"]), W, np.array(inp["b"]), inp["c"], np.array(inp["v"]))
+    check = _checker(name, counts, fails, "skip alignment")
+    try:
+        al = certify.alignment(S, p, np.array(inp["U"]))
+    except certify.CertificationError as e:
+        refusals[f"skip alignment ({inp['act']}): {str(e)[:90]}"] += 1
+        return
+    for k in ("a_top", "a_min", "a_mean"):
+        check(getattr(al, k), ref[k], k)
+    for k, lam in enumerate(ref["lam"]):
+        check(al.eigenvalues[k], lam, f"eigenvalue {k}")
+
+
+def draw_swiglu_gated(i: int, seed: int):
+    """(name, inputs of data/_precompute/swiglu_gated_refs.py) of SwiGLU-vs-gated case i."""
+    import swiglu_gated_refs as SG
+    rng = np.random.default_rng(seed + i)
+    gate = GATES[i % len(GATES)]
+    geom = ("random", "parallel", "antiparallel", "perp", "zero")[rng.integers(5)]
+    d, m = int(rng.integers(3, 5)), 2
+    G = rng.normal(0, 0.8, (m, d))
+    Vv = rng.normal(0, 0.8, (m, d))
+    if geom == "random":
+        import random
+        U = SG._qr2(random.Random(int(rng.integers(1 << 30))), d)
+    else:
+        U = [[1.0 if k == 0 else 0.0 for k in range(d)], [1.0 if k == 1 else 0.0 for k in range(d)]]
+    if geom in ("parallel", "antiparallel"):
+        G[0] = (0.9 if geom == "parallel" else -1.1) * np.array(U[0])
+    elif geom == "perp":
+        Vv[0, 1] = 0.0                                    # v_0 ⟂ u₂
+        G[1] = 0.7 * np.array(U[1])                       # g_1 ∥ u₂
+    elif geom == "zero":
+        if rng.random() < 0.5:
+            G[1] = 0.0
+        else:
+            Vv[1] = 0.0
+    inp = dict(gate=gate, U=[list(map(float, u)) for u in U],
+               kappa=float(rng.choice([1.0, -0.7, 1.6])), G=G.tolist(), V=Vv.tolist(),
+               a=rng.normal(0, 1.0, m).tolist(), c=float(rng.normal(0, 0.3)))
+    return f"case{i}:swiglu:{gate}:{geom}", inp
+
+
+def run_swiglu_gated_case(i, seed, dps, counts, refusals, fails):
+    import popdyn
+    import certify
+    import swiglu_gated_refs as SG
+    from popdyn.swiglu import SwiGLUParams, SwiGLUStudent
+    name, inp = draw_swiglu_gated(i, seed)
+    SG.mp.mp.dps = dps + 5
+    Q = SG.quantities(inp)
+    L, R = SG.loss_and_refit(inp, Q)
+    ey, ey2 = Q[3], Q[4]
+    mp.mp.dps = 60
+    G = np.array(inp["G"])
+    S = SwiGLUStudent(G.shape[1], G.shape[0])
+    p = SwiGLUParams(np.array(inp["a"]), G, np.array(inp["V"]), inp["c"])
+    T = popdyn.Teacher.gated(inp["gate"], np.array(inp["U"]), inp["kappa"])
+    certify.moments.clear_cache()
+    check = _checker(name, counts, fails, "swiglu vs gated")
+    try:
+        Lb = certify.loss(S, p, T)
+        check(Lb.loss, L, "loss")
+        check(Lb.mean_y, ey, "E[y]")
+        check(Lb.variance, ey2 - ey * ey, "V_Y")
+    except certify.CertificationError as e:
+        refusals[f"swiglu loss (gated {inp['gate']}): {str(e)[:90]}"] += 1
+    try:
+        Rb = certify.refit_risk(S, p, T, "unrestricted")
+        check(Rb.risk, R, "refit unrestricted")
+        if not Rb.risk.resolved:
+            counts["swiglu vs gated refit unresolved"] += 1
+    except certify.CertificationError as e:
+        refusals[f"swiglu refit (gated {inp['gate']}): {str(e)[:90]}"] += 1
+
+
+FAMILY = "ridge"
+
+
+def _run(i, seed, dps, counts, refusals, fails):
+    fam = FAMILY if FAMILY != "all" else ("ridge", "skip_align", "swiglu_gated")[i % 3]
+    fn = {"ridge": run_case, "skip_align": run_skip_case,
+          "swiglu_gated": run_swiglu_gated_case}[fam]
+    return fn(i, seed, dps, counts, refusals, fails)
+
+
+def _name(i, seed):
+    fam = FAMILY if FAMILY != "all" else ("ridge", "skip_align", "swiglu_gated")[i % 3]
+    return {"ridge": draw, "skip_align": draw_skip,
+            "swiglu_gated": draw_swiglu_gated}[fam](i, seed)[0]
+
+
 def _dump(args, counts, refusals, fails, wall):
     with open(args.json + ".tmp", "w") as fh:
         json.dump({"counts": counts, "refusals": refusals, "fails": fails, "wall_s": wall,
@@ -274,8 +430,11 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--smooth-nets", action="store_true",
                     help="network teachers of tanh, silu, gelu, erf units (cycling), not tanh only")
+    ap.add_argument("--family", choices=("ridge", "skip_align", "swiglu_gated", "all"),
+                    default="ridge", help="which students to draw (module docstring)")
     args = ap.parse_args(argv)
-    global SMOOTH_NETS
+    global SMOOTH_NETS, FAMILY
+    FAMILY = args.family
     SMOOTH_NETS = args.smooth_nets
     mp.mp.dps = 60          # the comparisons (e.g. V_Y = E[y²] − E[y]²) at 60 digits, not 15
     global RULE
@@ -287,14 +446,14 @@ def main(argv=None):
     for i in range(args.start, args.start + args.cases):
         t = time.time()
         try:
-            run_case(i, args.seed, args.dps, counts, refusals, fails)
+            _run(i, args.seed, args.dps, counts, refusals, fails)
         except ArithmeticError as e:      # the reference quadrature did not converge
             counts["reference not converged (case skipped)"] += 1
             fails.append(f"case {i}: reference: {e}")
         counts["cases"] += 1
         if args.json:           # running totals, so that an interrupted soak keeps its counts
             _dump(args, counts, refusals, fails, time.time() - t0)
-        print(f"case {i} {draw(i, args.seed)[0]}: {time.time() - t:.1f} s; "
+        print(f"case {i} {_name(i, args.seed)}: {time.time() - t:.1f} s; "
               f"violations so far {counts['violations']}", flush=True)
     wall = time.time() - t0
     print("\n== soak_certify ==")

@@ -25,6 +25,7 @@ from .refit import RefitBracket, refit_risk
 from . import smooth as _smooth  # noqa: F401  (registers the smooth-student moments)
 from . import skip as _skip  # noqa: F401  (registers the skip-student certifiers)
 from . import swiglu as _swiglu  # noqa: F401  (registers the SwiGLU certifiers)
+from . import swiglu_gated as _swiglu_gated  # noqa: F401  (SwiGLU vs gated teachers)
 from .timescale import ExponentBracket, TimescaleBracket, scaling_exponent, timescale
 
 __all__ = [

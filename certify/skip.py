@@ -41,6 +41,11 @@ zero-head risk Var(y − v·x), the float side's ``variance``); kinds unrestrict
 (B = ‖a‖), bounded and projected (W snapped to the teacher axes first, v unchanged) as for the ridge
 family (:func:`certify.refit.refit_risk`, which calls :func:`skip_refit_problem`).
 
+AGOP alignment (:func:`skip_alignment`): ∇f = v + s Σ_j a_j σ′_j w_j, so the AGOP is the ridge
+AGOP s²Wᵀ(aaᵀ∘B)W plus v vᵀ + q vᵀ + v qᵀ with q = s Wᵀ(a ∘ μ1) (SK-3), enclosed from the same
+certified moments (B = E[σ′_iσ′_j], μ1) and passed to the eigengap / Davis–Kahan recipe of
+:mod:`certify.alignment`: rigorous for relu, leaky relu, silu, gelu, tanh and erf.
+
 Coverage.  The loss and the refit: relu, leaky relu and the smooth students (erf, gelu, tanh,
 silu) wherever the student without the skip is covered; other pairs (gated / multi-index
 teachers, PL students against smooth teacher networks) get the float64 engine's ``numerical``
@@ -69,6 +74,7 @@ import math
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.diagnostics.alignment import check_subspace
 from popdyn.skip import linear_part
 
 from . import _arb as A
@@ -77,11 +83,13 @@ from . import smooth as SM
 from .loss import (_brackets, _check_inputs, _dot, _grad_balls, _grad_brackets,
                    _numerical_loss, _ridge_loss, _scale)
 from .refit import _NumericalMoments
+from .alignment import AlignmentBracket, _align, _retry_exact, agop_enclosure
 from .bracket import BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
 
-__all__ = ["skip_loss", "skip_refit_problem", "teacher_linear_moment"]
+__all__ = ["skip_agop_enclosure", "skip_alignment", "skip_loss", "skip_refit_problem",
+           "teacher_linear_moment"]
 
 
 def _plain(student):
@@ -401,4 +409,94 @@ def skip_refit_problem(student, params, teacher, prec, *, base):
     return G, g2, V2, CM
 
 
-_families.register("skip", loss=skip_loss, grad=True, refit=skip_refit_problem)
+def skip_agop_enclosure(student, params, CM) -> arb_mat:
+    r"""The AGOP of a skip student as a symmetric ball matrix (current precision).
+
+    ∇f = v + s Σ_j a_j σ′_j w_j, so with q = s Wᵀ(a ∘ μ1) (μ1_j = E[σ′_j], enclosed in ``CM``)
+
+        M = E[∇f ∇fᵀ] = s² Wᵀ(aaᵀ ∘ B)W + v vᵀ + q vᵀ + v qᵀ           (SK-3)
+
+    where the first term is the AGOP of the student without the skip
+    (:func:`certify.alignment.agop_enclosure`, B = E[σ′_iσ′_j] from ``CM``).  Every input entry
+    is its exact float64 value; every operation is a ball operation.
+
+    Parameters
+    ----------
+    student : popdyn.Student
+        ``skip=True``.
+    params : popdyn.Params
+    CM : certify.moments.CertMoments
+        Certified moments of the student without the skip, with ``B``.
+    """
+    plain = _plain(student)
+    mu1 = _mu1(CM)
+    s = _scale(student)
+    M0 = agop_enclosure(plain, params, CM.B)
+    am = arb_mat(student.m, 1, [arb(float(params.a[j])) * mu1[j, 0] for j in range(student.m)])
+    q = s * (A.mat_from_array(params.W).transpose() * am)
+    v = A.mat_from_array(params.v)
+    X = v * q.transpose()
+    # vvᵀ + X + Xᵀ is symmetric entry for entry (commutative ball products), so M stays exactly
+    # symmetric, and v = 0 adds exact zeros: the plain student's enclosure, bit for bit
+    return M0 + (v * v.transpose() + X + X.transpose())
+
+
+def skip_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
+    r"""Certified AGOP alignment (A_top, A_min, A_mean) of a student with a linear skip.
+
+    The AGOP (:func:`skip_agop_enclosure`, SK-3) is enclosed in Arb from the certified moments
+    B = E[σ′_iσ′_j] and μ1 = E[σ′_j] of the same student without the skip
+    (:func:`certify.moments.certified_moments`; relu and leaky relu in closed form, silu, gelu,
+    tanh and erf by :mod:`certify.smooth`); the eigengap and Davis–Kahan steps are those of
+    :func:`certify.alignment.alignment`, including its recomputation of B with every pair in
+    Arb when the float64 Mehler path limits the width.  Reached through
+    :func:`certify.alignment`, which dispatches skip students here.
+
+    Parameters
+    ----------
+    student : popdyn.Student
+        ``skip=True``; relu, leaky_relu, silu, gelu, tanh or erf.
+    params : popdyn.Params
+        With ``v`` of shape (d,).
+    U : array_like (r, d) or popdyn.Teacher
+        Orthonormal rows (a Teacher stands for its ``subspace``).
+    prec : int, keyword-only
+        Working precision in bits.
+
+    Returns
+    -------
+    certify.alignment.AlignmentBracket
+        ``rigorous``; scores ``unresolved`` ([0, 1]) where the eigengap is not certified.
+
+    Raises
+    ------
+    CertificationError
+        An activation outside the certified moments.
+
+    References
+    ----------
+    :mod:`popdyn.skip` (AGOP: ∇f = v + Σ a_j σ′_j w_j); seed paper 003 (AGOP alignment);
+    DESIGN §5, §6; issue 19.
+    """
+    prec = A.check_prec(prec)
+    student.family.check(params)
+    U = check_subspace(U, student.d)
+    plain = _plain(student)
+    if not student_supported(plain):
+        raise CertificationError(
+            "certified AGOP moments cover relu / leaky_relu / silu / gelu / tanh / erf "
+            f"students, not {student.activation!r}",
+            hint="use popdyn.diagnostics.alignment for a float64 value")
+    res = None
+    for exact in (False, True):
+        CM = certified_moments(plain, params, None, prec=prec, need_B=True, exact_pairs=exact)
+        with A.workprec(prec):
+            M = skip_agop_enclosure(student, params, CM)
+            res = _align(M, U, prec, "rigorous")
+        if not _retry_exact(res):
+            break
+    return res
+
+
+_families.register("skip", loss=skip_loss, grad=True, refit=skip_refit_problem,
+                   alignment=skip_alignment)

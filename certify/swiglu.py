@@ -38,7 +38,9 @@ What is rigorous here, and how
    positive combinations, ``q·z`` linear parts) are exact finite Hermite expansions at the
    actual row norms |u_k| (no orthonormality assumed): E[y], E[y²] and the cross moments
    E[yφ_j] = δ_j E[yσ'_j] + E[σ_j ∂_{v_j}y] (Stein) are finite sums of enclosed terms.
-   Every other teacher (non-polynomial links, networks, multi-index / gated teachers) gives a
+   Gated teachers y = κF(u₁·x)(u₂·x) (gates id, relu, gelu, tanh, rotation) are rigorous too,
+   through :mod:`certify.swiglu_gated` (registered in :data:`TEACHER_CERTIFIERS`).
+   Every other teacher (non-polynomial links, networks, other multi-index teachers) gives a
    ``numerical`` loss bracket: the float64 engine's value ± twice its error estimate
    (:func:`popdyn.swiglu.population_loss` with ``full_output``) plus 1e−13 of the loss scale.
 4. The AGOP M = Gᵀ(aaᵀ∘Q¹¹)G + Gᵀ(aaᵀ∘E)V + Vᵀ(aaᵀ∘Eᵀ)G + Vᵀ(aaᵀ∘M⁰⁰)V (see
@@ -430,6 +432,13 @@ def _order(student, params):
 
 
 _SETUP_CACHE: list = []
+#: (covers(teacher), loss(student, params, teacher, prec), refit_problem(...)) of the modules
+#: that certify SwiGLU students against further teachers (:mod:`certify.swiglu_gated`)
+TEACHER_CERTIFIERS: list = []
+
+
+def _teacher_certifier(teacher):
+    return next((t for t in TEACHER_CERTIFIERS if t[0](teacher)), None)
 
 
 def _setup(student, params, extra_rows, prec, N=None):
@@ -511,6 +520,9 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
+    ext = _teacher_certifier(teacher) if poly is None else None
+    if ext is not None:
+        return ext[1](student, params, teacher, prec)
     if poly is None:
         return _numerical_loss(student, params, teacher, prec,
                                "teacher outside the rigorous class: additive, polynomial link")
@@ -616,6 +628,9 @@ def swiglu_refit_problem(student, params, teacher, prec):
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
+    ext = _teacher_certifier(teacher) if poly is None else None
+    if ext is not None:
+        return ext[2](student, params, teacher, prec)
     if poly is None:
         return _numerical_refit_problem(student, params, teacher, prec)
     m = student.m

@@ -105,10 +105,11 @@ def test_loss_and_agop_enclose_the_mpmath_reference():
 
 
 @pytest.mark.parametrize("gate", ["id", "gelu", "rotation"])
-def test_gated_teachers_get_numerical_brackets(gate):
+def test_gated_teachers_get_rigorous_brackets(gate):
+    """Gated teachers: rigorous since issue 19 (certify.swiglu_gated)."""
     S, p, T, ref = _case(gate)
     res = certify.loss(S, p, T)
-    assert res.provenance == "numerical"
+    assert res.provenance == "rigorous"
     assert _near(res.loss, ref["loss"])
 
 

@@ -147,6 +147,9 @@ def gated_store(tmp_path_factory):
     return d
 
 
+EPS = float(np.finfo(float).eps)
+
+
 def test_swiglu_store_contents(swiglu_store):
     st = Store(swiglu_store)
     for k in st.keys():
@@ -165,12 +168,16 @@ def test_swiglu_store_contents(swiglu_store):
         for name in ("init", "plateau"):
             c = rec["certified"][name]
             assert c["a_min"]["lo"] <= c["a_min"]["hi"] and "loss" in c
-            # certified SwiGLU refits are recorded (rigorous against the polynomial link,
-            # numerical against the gated teacher) and contain the float refit of the checkpoint
+            # certified SwiGLU refits are recorded (rigorous against the polynomial link and,
+            # since issue 19, the gated teacher: certify.swiglu_gated) and contain the float
+            # refit of the checkpoint
             br = c["refit_unrestricted"]
             assert "refit_unrestricted_error" not in c
-            assert br["provenance"] == ("numerical" if rec["label"] == "GELU(s)t" else "rigorous")
-            assert br["lo"] <= rec["checkpoints"][name]["refit_unrestricted"] <= br["hi"]
+            assert br["provenance"] == "rigorous"
+            # the float64 refit carries its own rounding (measured: 1 ulp below the rigorous
+            # lower bound against GELU(s)t): 4 ulps of allowance on the float side
+            fr = rec["checkpoints"][name]["refit_unrestricted"]
+            assert br["lo"] - 4 * EPS * abs(br["lo"]) <= fr <= br["hi"] + 4 * EPS * abs(br["hi"])
         # readable without popdyn: plain JSON
         json.loads((st.run_dir(k) / "record.json").read_text())
 
