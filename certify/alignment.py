@@ -273,7 +273,9 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
     ----------
     student : popdyn.Student or popdyn.SwiGLUStudent
         relu or leaky_relu (rigorous), silu, gelu, tanh, erf (rigorous,
-        :mod:`certify.smooth`), SwiGLU (rigorous, :mod:`certify.swiglu`).
+        :mod:`certify.smooth`), each also with a learned linear skip (rigorous,
+        :mod:`certify.skip`), SwiGLU (rigorous, :mod:`certify.swiglu`).  Dispatched through the
+        family registry :mod:`certify._families`.
     params : popdyn.Params
     U : array_like (r, d) or popdyn.Teacher
         Orthonormal rows (checked to 1e−10; the bound accounts for the actual ‖UUᵀ − I‖);

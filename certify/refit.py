@@ -265,8 +265,10 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         gated teachers (:mod:`certify.gated`), all rigorous except tabulated links; other
         multi-index teachers numerical; SwiGLU students
         (:func:`certify.swiglu.swiglu_refit_problem`) against additive polynomial-link teachers
-        (rigorous) and other teachers (numerical) (kinds unrestricted, same_budget, bounded);
-        skip students with v frozen (:func:`certify.skip.skip_refit_problem`).
+        and gated teachers (:mod:`certify.swiglu_gated`; rigorous) and other teachers
+        (numerical) (the SwiGLU family's kinds: unrestricted, same_budget, bounded); skip
+        students with v frozen (:func:`certify.skip.skip_refit_problem`).  Dispatched through
+        the family registry :mod:`certify._families`.
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
         The refit kinds of :mod:`popdyn.diagnostics.refit`.
     budget : float, optional

@@ -21,6 +21,7 @@ J.-M. Muller, *Elementary Functions*, 3rd ed. (2016), §5.3 (Estrin) and §11 (r
 """
 import math
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -65,13 +66,22 @@ _POW2 = np.array([2.0 ** n for n in range(-_POW2_OFF, 513)])
 
 
 @intrinsic
-def _bits_f64(typingctx, x):
+def _bits_f64_llvm(typingctx, x):
     """The float64 whose bits are the int64 ``x`` (an LLVM bitcast: no memory, no call)."""
     sig = types.float64(types.int64)
 
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
     return sig, codegen
+
+
+def _bits_f64_py(x):
+    """The float64 whose bits are the int64 ``x`` (plain Python: NUMBA_DISABLE_JIT=1, where an
+    intrinsic cannot run; the same bits)."""
+    return float(np.array(x, dtype=np.int64).view(np.float64))
+
+
+_bits_f64 = _bits_f64_py if numba.config.DISABLE_JIT else _bits_f64_llvm
 
 
 @jit(inline="always")

@@ -126,12 +126,12 @@ def test_swiglu_refit_against_gated_teachers(case):
     # test_certify_swiglu_gated.py check the balls themselves
     acc = mp.mpf(REFS["quadrature_check"])
     for j, y in enumerate(case["ref"]["Yphi"]):
-        mid, rad = _exact(g[j, 0].mid()), _exact(g[j, 0].rad())
+        mid, rad = exact(g[j, 0].mid()), exact(g[j, 0].rad())
         lo, hi = mid - rad, mid + rad
         assert lo - acc * abs(mp.mpf(y)) <= mp.mpf(y) <= hi + acc * abs(mp.mpf(y)), (j, g[j, 0], y)
     # in exact arithmetic (``_contains`` rounds the midpoint to float64, coarser than a rigorous
     # V ball), allowing the reference string's own 30-digit rounding
-    mid, rad = _exact(V.mid()), _exact(V.rad())
+    mid, rad = exact(V.mid()), exact(V.rad())
     ey2 = mp.mpf(case["ref"]["Ey2"])
     assert mid - rad - 1e-29 * abs(ey2) <= ey2 <= mid + rad + 1e-29 * abs(ey2)
     for kind, B in (("unrestricted", None), ("bounded", 0.5)):

@@ -74,6 +74,16 @@ def test_pow2_is_the_table_of_exact_powers():
     assert np.array_equal(out[(n >= -_POW2_OFF) & (n <= 512)], _POW2)
 
 
+def test_pure_python_bitcast_is_the_intrinsics():
+    """Under NUMBA_DISABLE_JIT=1 (the wheel test's `popdyn run`) exp_inline's powers of two come
+    from the plain-Python bitcast, which must give the same exact powers as the intrinsic."""
+    from popdyn._kernels.vmath import _bits_f64_py
+    n = np.arange(-1022, 1024)
+    out = np.empty(n.shape[0])
+    _pow2_loop(n, out)
+    assert np.array_equal(out, [_bits_f64_py((int(k) + 1023) << 52) for k in n])
+
+
 def test_exp_inline_is_exp_batch_and_within_2_ulp():
     """exp_inline (the scalar form the fused Price pass inlines: powers of two built from their
     exponent bits in registers) gives the bits of exp_batch over its whole range, clamps included, and so is within 2 ulp
