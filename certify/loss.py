@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.accuracy import AccuracyWarning
 from popdyn.family import family_of
 from popdyn.objective import population_loss
 
@@ -289,7 +290,6 @@ def _numerical_loss(student, params, teacher, prec):
     """Float64 engine value ± (2 × its estimated series error + 1e−13 × the loss scale)."""
     import warnings
 
-    from popdyn.accuracy import AccuracyWarning
     fam = family_of(student)
     with warnings.catch_warnings():      # the bracket below carries the estimated error
         warnings.simplefilter("ignore", AccuracyWarning)

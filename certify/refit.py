@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn.accuracy import AccuracyWarning
 from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
 from popdyn.diagnostics.refit import (_check_refit_args, check_kind, solve_ball,
                                       solve_cutoff)
@@ -161,7 +162,6 @@ def _multi_index_problem(student, params, teacher, prec):
     cross moments' error is an estimate, not a bound)."""
     import warnings
 
-    from popdyn.accuracy import AccuracyWarning
     CMs = certified_moments(student, params, None, prec=prec, need_B=False)
     fam = student.family
     with warnings.catch_warnings():

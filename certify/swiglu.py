@@ -621,7 +621,6 @@ def swiglu_refit_problem(student, params, teacher, prec):
     """(G, g, V, info) of the frozen-feature refit of a SwiGLU student (features
     φ_j = SiLU(g_j·x)(v_j·x), intercept eliminated): G = Φ − φ̄φ̄ᵀ, g = E[yφ] − φ̄E[y],
     V = V_Y, enclosed in Arb (rigorous for additive teachers with polynomial links)."""
-    from popdyn.teachers import AdditiveTeacher, Teacher
     prec = _check(student, params, prec)
     if not isinstance(teacher, Teacher):
         raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
@@ -660,7 +659,6 @@ def _numerical_refit_problem(student, params, teacher, prec):
     2·(8(N + 2)u + seq_tol)·(Φ_jj E[y²])^{1/2} + 1e−13·|E[yφ_j]| (the engine's truncation and
     rounding estimate, on the Cauchy–Schwarz scale of the entry), V = V_Y ± 1e−13·E[y²]:
     a ``numerical`` problem (the cross moments' error is an estimate, not a bound)."""
-    from popdyn import swiglu as sw
     m = student.m
     geo, T, E, M, N = _setup(student, params, None, prec)
     G, Vv = params.G, params.V

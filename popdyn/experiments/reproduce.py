@@ -32,7 +32,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validate as V
+from .. import config as _config
 from .._paths import data_path
+from ..config import make_student, teacher_from_table
+from ..diagnostics.budget import fixed_ball_refits
+from .runner import params_from
+from .store import Store
+from .sweep import plan, sweep
 
 __all__ = ["EXPERIMENTS", "paper_values", "reproduce", "measure", "compare", "render",
            "verdict", "write_section"]
@@ -59,16 +65,12 @@ def paper_values(name: str) -> dict:
 
 # ---------------------------------------------------------------------------- measuring
 def _runs(store, keys):
-    from .runner import params_from  # noqa: F401  (import check)
-
     for k in keys:
         if store.has(k):
             yield k, store.record(k), store.arrays(k)
 
 
 def _build(rec):
-    from ..config import make_student, teacher_from_table
-
     spec = rec["spec"]
     S = make_student(spec["student"])
     return S, teacher_from_table(spec["teacher"], S.d)
@@ -95,9 +97,6 @@ def _at_or_before(snap_n, n) -> int:
 
 def _m_table2(rec, arrs):
     """Table 2 quantities of one run (see docs/protocol.md, Table 2 family)."""
-    from ..diagnostics.budget import fixed_ball_refits
-    from .runner import params_from
-
     S, T = _build(rec)
     E = int(rec["plateaus"]["ratio=0.05"]["end_n"])
     iE = _at_or_before(arrs["snap_n"], E)
@@ -157,9 +156,6 @@ def _m_table1(rec, arrs):
 def _m_figure1(rec, arrs):
     """Figure 1 quantities at updates 0 and 200: A_min and the fixed-ball coefficient refit
     (one ball: the coefficient norm of the head at update 200)."""
-    from ..diagnostics.budget import fixed_ball_refits
-    from .runner import params_from
-
     S, T = _build(rec)
     i200 = _at_or_before(arrs["snap_n"], 200)
     p0, p2 = params_from(S, arrs, 0), params_from(S, arrs, i200)
@@ -202,8 +198,6 @@ def _row_of(name, rec):
 
 def measure(name: str, store, keys) -> dict:
     """Per-row lists of per-run measurements of experiment ``name`` over the stored ``keys``."""
-    from .store import Store
-
     st = store if isinstance(store, Store) else Store(store)
     rows = {}
     for _, rec, arrs in _runs(st, keys):
@@ -328,8 +322,6 @@ def render(name: str, cells: list, *, info: dict) -> str:
 
 # ---------------------------------------------------------------------------- running
 def _configs(name, seeds):
-    from .. import config as _config
-
     out = []
     for fn in paper_values(name)["configs"]:
         cfg = _config.load(data_path("configs", "paper", fn))
@@ -368,9 +360,6 @@ def reproduce(name: str, *, seeds: int | None = None, store=None, workers: int |
         ``cells`` (:func:`compare`), ``rows`` (per-run measurements), ``info`` and ``text``
         (the markdown section, :func:`render`).
     """
-    from .store import Store
-    from .sweep import plan, sweep
-
     V.choice("name", name, tuple(EXPERIMENTS))
     if seeds is not None:
         seeds = V.positive_int("seeds", seeds)
