@@ -528,27 +528,35 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
                                "teacher outside the rigorous class: additive, polynomial link")
     with A.workprec(prec + 32):
         Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
-        m = student.m
-        a = [arb(float(x)) for x in params.a]
-        c = arb(float(params.c))
-        ff = c * c
-        for i in range(m):
-            ff += 2 * c * a[i] * phib[i]
-            for j in range(m):
-                ff += a[i] * a[j] * Phi[i, j]
-        fy = c * ey
-        for j in range(m):
-            fy += a[j] * yphi[j]
-        L = (ff - 2 * fy + ey2) / 2
-        var = ey2 - ey * ey
-        Lb = Bracket.from_arb(L, provenance="rigorous")
-        if Lb.lo < 0:
-            Lb = Bracket(0.0, Lb.hi, provenance="rigorous")
-        vb = Bracket.from_arb(var, provenance="rigorous")
-        mb = Bracket.from_arb(ey, provenance="rigorous")
+        Lb, vb, mb = _loss_brackets(params, Phi, phib, yphi, ey, ey2)
     if not (math.isfinite(Lb.lo) and math.isfinite(Lb.hi)):
         raise CertificationError("no finite enclosure of the SwiGLU loss", hint="a higher prec")
     return _assemble(Lb, vb, mb, "rigorous", prec, "")
+
+
+def _loss_brackets(params, Phi, phib, yphi, ey, ey2):
+    """Rigorous (L, V_Y, E[y]) brackets from enclosures of the SwiGLU quantities (current
+    precision): L = ½(c² + 2c Σ a_i φ̄_i + Σ a_i a_j Φ_ij − 2(c E[y] + Σ a_j E[yφ_j]) + E[y²]),
+    V_Y = E[y²] − E[y]²; L and V_Y clipped below at 0 (both are nonnegative).  Shared by the
+    additive (here) and gated (:mod:`certify.swiglu_gated`) teachers."""
+    m = len(params.a)
+    a = [arb(float(x)) for x in params.a]
+    c = arb(float(params.c))
+    ff = c * c
+    for i in range(m):
+        ff += 2 * c * a[i] * phib[i]
+        for j in range(m):
+            ff += a[i] * a[j] * Phi[i, j]
+    fy = c * ey
+    for j in range(m):
+        fy += a[j] * yphi[j]
+    Lb = Bracket.from_arb((ff - 2 * fy + ey2) / 2, provenance="rigorous")
+    if Lb.lo < 0:
+        Lb = Bracket(0.0, Lb.hi, provenance="rigorous")
+    vb = Bracket.from_arb(ey2 - ey * ey, provenance="rigorous")
+    if vb.lo < 0:
+        vb = Bracket(0.0, vb.hi, provenance="rigorous")
+    return Lb, vb, Bracket.from_arb(ey, provenance="rigorous")
 
 
 def _swiglu_quantities(student, params, teacher, poly, prec):

@@ -54,7 +54,6 @@ from . import _arb as A
 from . import gated as GT
 from . import smooth as SM
 from . import swiglu as SW
-from .bracket import Bracket
 from .errors import CertificationError
 
 __all__ = ["covers", "swiglu_gated_loss", "swiglu_gated_refit_problem"]
@@ -187,25 +186,7 @@ def swiglu_gated_loss(student, params, teacher, prec):
     (module docstring); reached through :func:`certify.loss` via :mod:`certify.swiglu`."""
     with A.workprec(prec + 32):
         Phi, phib, yphi, ey, ey2 = _quantities(student, params, teacher, prec)
-        m = student.m
-        a = [arb(float(x)) for x in params.a]
-        c = arb(float(params.c))
-        ff = c * c
-        for i in range(m):
-            ff += 2 * c * a[i] * phib[i]
-            for j in range(m):
-                ff += a[i] * a[j] * Phi[i, j]
-        fy = c * ey
-        for j in range(m):
-            fy += a[j] * yphi[j]
-        L = (ff - 2 * fy + ey2) / 2
-        Lb = Bracket.from_arb(L, provenance="rigorous")
-        if Lb.lo < 0:
-            Lb = Bracket(0.0, Lb.hi, provenance="rigorous")
-        vb = Bracket.from_arb(ey2 - ey * ey, provenance="rigorous")
-        if vb.lo < 0:
-            vb = Bracket(0.0, vb.hi, provenance="rigorous")
-        mb = Bracket.from_arb(ey, provenance="rigorous")
+        Lb, vb, mb = SW._loss_brackets(params, Phi, phib, yphi, ey, ey2)
     if not (math.isfinite(Lb.lo) and math.isfinite(Lb.hi)):
         raise CertificationError("no finite enclosure of the SwiGLU loss", hint="a higher prec")
     return SW._assemble(Lb, vb, mb, "rigorous", prec, "")

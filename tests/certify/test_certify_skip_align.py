@@ -9,8 +9,6 @@ be rigorous and resolved where the reference gap is wide, and be narrow (≤ 1e�
 exceeds 1e−6 relative, the issue's width target).  Property: v = 0 gives the plain student's
 bracket.
 """
-import json
-import os
 
 import mpmath as mp
 import numpy as np
@@ -20,17 +18,9 @@ from hypothesis import strategies as st
 
 import certify
 import popdyn
+from _refdata import load_refs, unhex as _h
 
-REFS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "refs",
-                    "skip_align_refs.json")
-with open(REFS) as fh:
-    _CASES = json.load(fh)["cases"]
-
-
-def _h(x):
-    if isinstance(x, list):
-        return [_h(y) for y in x]
-    return float.fromhex(x) if isinstance(x, str) and x.startswith(("0x", "-0x")) else x
+_CASES = load_refs("skip_align_refs.json")["cases"]
 
 
 def _build(inp):

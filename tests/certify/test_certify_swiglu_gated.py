@@ -11,8 +11,6 @@ reference and be rigorous; the loss narrow (≤ 1e−12 relative, the issue's ta
 y = st is symmetric in (u₁, u₂) for the id gate, while the certified formula (Stein along u₂,
 then v_j) is not: the two brackets must overlap.
 """
-import json
-import os
 
 import mpmath as mp
 import numpy as np
@@ -25,17 +23,9 @@ import popdyn
 from certify import _arb as A
 from certify import swiglu_gated as SGG
 from popdyn.swiglu import SwiGLUParams, SwiGLUStudent
+from _refdata import load_refs, unhex as _h
 
-REFS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "refs",
-                    "swiglu_gated_refs.json")
-with open(REFS) as fh:
-    _CASES = json.load(fh)["cases"]
-
-
-def _h(x):
-    if isinstance(x, list):
-        return [_h(y) for y in x]
-    return float.fromhex(x) if isinstance(x, str) and x.startswith(("0x", "-0x")) else x
+_CASES = load_refs("swiglu_gated_refs.json")["cases"]
 
 
 def _build(inp):
