@@ -559,17 +559,14 @@ def _loss_brackets(params, Phi, phib, yphi, ey, ey2):
     return Lb, vb, Bracket.from_arb(ey, provenance="rigorous")
 
 
-def _swiglu_quantities(student, params, teacher, poly, prec):
-    """(Φ = E[φ_iφ_j] (arb_mat), φ̄_j = E[φ_j], E[yφ_j], E[y], E[y²]) of a SwiGLU student
-    against an additive teacher with a polynomial link (SG-1, SG-2 in Arb; current precision)."""
-    m = student.m
-    U = teacher.U
-    kap = teacher.weights
-    geo, T, E, M, N = _setup(student, params, U, prec)
+def _student_part(params, T, M):
+    """(Φ = E[φ_iφ_j] (arb_mat), φ̄_j = E[φ_j], GV = (g_i·v_j)) of SG-1 in Arb from the SiLU
+    coefficient enclosures ``T`` and the Mehler pair moments ``M`` of :func:`_setup` (shared by
+    every teacher: additive here, gated in :mod:`certify.swiglu_gated`)."""
     G, Vv = params.G, params.V
+    m = G.shape[0]
     GV = _inner(G, Vv)
     VV = _inner(Vv, Vv)
-    UV = _inner(Vv, U)                       # (m, k): v_j·u_k
     dl = [GV[j, j] for j in range(m)]
     M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
     Phi = arb_mat(m, m)
@@ -580,6 +577,19 @@ def _swiglu_quantities(student, params, teacher, poly, prec):
             Phi[i, j] = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
                          + dl[j] * GV[j, i] * M20[j, i]
                          + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
+    return Phi, phib, GV
+
+
+def _swiglu_quantities(student, params, teacher, poly, prec):
+    """(Φ = E[φ_iφ_j] (arb_mat), φ̄_j = E[φ_j], E[yφ_j], E[y], E[y²]) of a SwiGLU student
+    against an additive teacher with a polynomial link (SG-1, SG-2 in Arb; current precision)."""
+    m = student.m
+    U = teacher.U
+    kap = teacher.weights
+    geo, T, E, M, N = _setup(student, params, U, prec)
+    Phi, phib, GV = _student_part(params, T, M)
+    UV = _inner(params.V, U)                 # (m, k): v_j·u_k
+    dl = [GV[j, j] for j in range(m)]
     k = U.shape[0]
     deg = max(poly) if poly else 0
     if deg > N:
@@ -669,19 +679,7 @@ def _numerical_refit_problem(student, params, teacher, prec):
     a ``numerical`` problem (the cross moments' error is an estimate, not a bound)."""
     m = student.m
     geo, T, E, M, N = _setup(student, params, None, prec)
-    G, Vv = params.G, params.V
-    GV = _inner(G, Vv)
-    VV = _inner(Vv, Vv)
-    dl = [GV[j, j] for j in range(m)]
-    M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
-    Phi = arb_mat(m, m)
-    phib = []
-    for i in range(m):
-        phib.append(dl[i] * T[1][i, 0])
-        for j in range(m):
-            Phi[i, j] = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
-                         + dl[j] * GV[j, i] * M20[j, i]
-                         + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
+    Phi, phib, _ = _student_part(params, T, M)
     Mo = sw.moments(student, params, teacher, 1e-12)
     yphi = np.asarray(Mo.Yphi, dtype=float)
     ey2f = float(teacher.second_moment)

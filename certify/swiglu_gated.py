@@ -64,25 +64,6 @@ def covers(teacher) -> bool:
     return isinstance(teacher, GatedTeacher) and GT._gate(teacher) in GT.GATES
 
 
-def _student_part(student, params, geo, T, M):
-    """(Φ, φ̄) of SG-1 in Arb (the formulas of :func:`certify.swiglu._swiglu_quantities`)."""
-    m = student.m
-    G, Vv = params.G, params.V
-    GV = SW._inner(G, Vv)
-    VV = SW._inner(Vv, Vv)
-    dl = [GV[j, j] for j in range(m)]
-    M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
-    Phi = arb_mat(m, m)
-    phib = []
-    for i in range(m):
-        phib.append(dl[i] * T[1][i, 0])
-        for j in range(m):
-            Phi[i, j] = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
-                         + dl[j] * GV[j, i] * M20[j, i]
-                         + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
-    return Phi, phib, GV
-
-
 def _silu_cut(T, E, p, j, K):
     """(T^{(p)}_0..T^{(p)}_K of unit j, upper bound of its tail energy beyond K)."""
     co = [T[p][j, n] for n in range(K + 1)]
@@ -128,7 +109,7 @@ def _quantities(student, params, teacher, prec):
     # the two geometries is sound)
     _, T, E, M, N = SW._setup(student, params, None, prec)
     geo = SW._Geometry(np.vstack([params.G, U]))
-    Phi, phib, GV = _student_part(student, params, geo, T, M)
+    Phi, phib, GV = SW._student_part(params, T, M)
     i1, i2 = m, m + 1
     a, b, c = GT._dot(geo, i1, i1), GT._dot(geo, i2, i2), GT._dot(geo, i1, i2)
     c_zero = int(geo.G[i1, i2]) == 0
