@@ -316,20 +316,27 @@ def _ridge_alignment(student, params, U, *, prec: int) -> AlignmentBracket:
     """:func:`alignment` for the ridge family (relu, leaky relu and the smooth activations)."""
     family_of(student).check(params)
     U = check_subspace(U, student.d)
-    if not student_supported(student):
+    return certified_alignment(student, params, U, prec,
+                               lambda CM: agop_enclosure(student, params, CM.B))
+
+
+def certified_alignment(plain, params, U, prec: int, agop) -> AlignmentBracket:
+    """The recipe shared by every family built on ridge neurons (ridge, skip): the certified
+    moments of the ridge student ``plain`` (with B), the AGOP enclosure ``agop(CM)`` and the
+    eigengap / Davis–Kahan scores; recomputed with every pair in Arb when the float64 Mehler
+    path's few-ulp entries limit the bound (:func:`_retry_exact`).  ``U`` is checked."""
+    if not student_supported(plain):
         raise CertificationError(
-            f"certified AGOP moments cover relu / leaky_relu students, not {student.activation!r}",
+            "certified AGOP moments cover relu / leaky_relu / silu / gelu / tanh / erf "
+            f"students, not {plain.activation!r}",
             hint="use popdyn.diagnostics.alignment for a float64 value")
-    CM = certified_moments(student, params, None, prec=prec, need_B=True)
-    with A.workprec(prec):
-        M = agop_enclosure(student, params, CM.B)
-        res = _align(M, U, prec, "rigorous")
-    if _retry_exact(res):
-        # the float64 Mehler path's few-ulp entries limit the bound: redo B in Arb
-        CM = certified_moments(student, params, None, prec=prec, need_B=True, exact_pairs=True)
+    res = None
+    for exact in (False, True):
+        CM = certified_moments(plain, params, None, prec=prec, need_B=True, exact_pairs=exact)
         with A.workprec(prec):
-            M = agop_enclosure(student, params, CM.B)
-            res = _align(M, U, prec, "rigorous")
+            res = _align(agop(CM), U, prec, "rigorous")
+        if not _retry_exact(res):
+            break
     return res
 
 

@@ -83,7 +83,7 @@ from . import smooth as SM
 from .loss import (_brackets, _check_inputs, _dot, _grad_balls, _grad_brackets,
                    _numerical_loss, _ridge_loss, _scale)
 from .refit import _NumericalMoments
-from .alignment import AlignmentBracket, _align, _retry_exact, agop_enclosure
+from .alignment import AlignmentBracket, agop_enclosure, certified_alignment
 from .bracket import BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -481,21 +481,8 @@ def skip_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
     prec = A.check_prec(prec)
     student.family.check(params)
     U = check_subspace(U, student.d)
-    plain = _plain(student)
-    if not student_supported(plain):
-        raise CertificationError(
-            "certified AGOP moments cover relu / leaky_relu / silu / gelu / tanh / erf "
-            f"students, not {student.activation!r}",
-            hint="use popdyn.diagnostics.alignment for a float64 value")
-    res = None
-    for exact in (False, True):
-        CM = certified_moments(plain, params, None, prec=prec, need_B=True, exact_pairs=exact)
-        with A.workprec(prec):
-            M = skip_agop_enclosure(student, params, CM)
-            res = _align(M, U, prec, "rigorous")
-        if not _retry_exact(res):
-            break
-    return res
+    return certified_alignment(_plain(student), params, U, prec,
+                               lambda CM: skip_agop_enclosure(student, params, CM))
 
 
 _families.register("skip", loss=skip_loss, grad=True, refit=skip_refit_problem,
