@@ -580,6 +580,23 @@ def _student_part(params, T, M):
     return Phi, phib, GV
 
 
+def _centered_gram(Phi, phib):
+    """G = Φ − φ̄φ̄ᵀ of the SwiGLU refit (intercept eliminated), symmetrized entry for entry."""
+    m = len(phib)
+    G = arb_mat(m, m)
+    for i in range(m):
+        for j in range(i, m):
+            v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
+            G[i, j] = v
+            G[j, i] = v
+    return G
+
+
+def _centered_cross(yphi, phib, ey):
+    """g = E[yφ] − φ̄E[y] of the SwiGLU refit (intercept eliminated)."""
+    return arb_mat(len(phib), 1, [yphi[j] - phib[j] * ey for j in range(len(phib))])
+
+
 def _swiglu_quantities(student, params, teacher, poly, prec):
     """(Φ = E[φ_iφ_j] (arb_mat), φ̄_j = E[φ_j], E[yφ_j], E[y], E[y²]) of a SwiGLU student
     against an additive teacher with a polynomial link (SG-1, SG-2 in Arb; current precision)."""
@@ -650,16 +667,8 @@ def swiglu_refit_problem(student, params, teacher, prec):
         return ext[2](student, params, teacher, prec)
     if poly is None:
         return _numerical_refit_problem(student, params, teacher, prec)
-    m = student.m
     Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
-    G = arb_mat(m, m)
-    for i in range(m):
-        for j in range(i, m):
-            v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
-            G[i, j] = v
-            G[j, i] = v
-    g = arb_mat(m, 1, [yphi[j] - phib[j] * ey for j in range(m)])
-    return G, g, ey2 - ey * ey, _SwiGLUCM()
+    return _centered_gram(Phi, phib), _centered_cross(yphi, phib, ey), ey2 - ey * ey, _SwiGLUCM()
 
 
 class _NumericalCM:
@@ -688,12 +697,7 @@ def _numerical_refit_problem(student, params, teacher, prec):
         raise CertificationError("the float64 SwiGLU cross moments did not converge",
                                  hint="popdyn.refit_risk for the float64 value")
     ey = arb(float(teacher.mean), 1e-13 * abs(float(teacher.mean)) + 1e-300)
-    Gm = arb_mat(m, m)
-    for i in range(m):
-        for j in range(i, m):
-            v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
-            Gm[i, j] = v
-            Gm[j, i] = v
+    Gm = _centered_gram(Phi, phib)
     g = arb_mat(m, 1)
     for j in range(m):
         scale = math.sqrt(max(float(Phi[j, j].mid()) + float(Phi[j, j].rad()), 0.0) * ey2f)

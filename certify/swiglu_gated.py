@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from flint import arb, arb_mat
+from flint import arb
 from popdyn.teachers.gated import GatedTeacher
 
 from . import _arb as A
@@ -176,17 +176,10 @@ def swiglu_gated_loss(student, params, teacher, prec):
 def swiglu_gated_refit_problem(student, params, teacher, prec):
     """(G, g, V, info) of the frozen-feature SwiGLU refit against a gated teacher: G = Φ − φ̄φ̄ᵀ,
     g = E[yφ] − φ̄E[y], V = V_Y, rigorous (module docstring)."""
-    m = student.m
     with A.workprec(prec + 32):
         Phi, phib, yphi, ey, ey2 = _quantities(student, params, teacher, prec)
-        G = arb_mat(m, m)
-        for i in range(m):
-            for j in range(i, m):
-                v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
-                G[i, j] = v
-                G[j, i] = v
-        g = arb_mat(m, 1, [yphi[j] - phib[j] * ey for j in range(m)])
-        return G, g, ey2 - ey * ey, SW._SwiGLUCM()
+        return (SW._centered_gram(Phi, phib), SW._centered_cross(yphi, phib, ey), ey2 - ey * ey,
+                SW._SwiGLUCM())
 
 
 SW.TEACHER_CERTIFIERS.append((covers, swiglu_gated_loss, swiglu_gated_refit_problem))
