@@ -31,13 +31,21 @@ noisy), every ratio against a time of the same run:
   Ca, C*v, Aa, A*v) timed in numpy.
 
 It first checks that popdyn, the numpy peer and the jax peer agree (loss and gradient within
-1e−10 relative), then prints milliseconds and the ratios; the goals of issue 22 are
-step/jax ≤ 1.0 at m = 256, ≤ 1.5 at m = 32, and biased/peer ≤ 3 at m = 256 (peer: the faster of
-jax and numpy).
+1e−10 relative), then prints milliseconds and the ratios.  The goals of issue 22 are
+step/jax ≤ 1.0 at m = 256, ≤ 1.5 at m = 32, and biased ≤ 3× the bias-free peer step at
+m = 256, where the issue's peer is the jax step where jax is installed (its "What was measured":
+the biased step was "8× the bias-free peer step", 21 ms against jax's 2.6 ms) and the numpy step
+otherwise.  Both biased ratios are printed: ``biased/peer`` against that peer, and the stricter
+``biased/fastest`` against the faster of jax and numpy (the numpy peer is the faster one here,
+being GEMMs on one core; until 0.7.0 this script reported only that stricter ratio).
+
+The process is pinned to ``--cores`` cores (default 1, ``os.sched_setaffinity`` before jax is
+imported, so that XLA's thread pool has that one core too): the issue compares the steps on
+one core each.
 
 Usage::
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_peers.py [--rounds 7] [--clock cpu]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_peers.py [--rounds 7] [--clock cpu] [--cores 1]
 
 ``--clock cpu`` times the CPU time of the process (``time.process_time``, all threads: jax's
 too) instead of the wall time: on a shared, loaded machine the wall time mostly measures the
@@ -193,7 +201,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall time (perf_counter) or CPU time of the process (process_time)")
+    ap.add_argument("--cores", type=int, default=1,
+                    help="pin the process to this many cores (0: leave the affinity alone)")
     args = ap.parse_args()
+    if args.cores > 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     d = 64
     rng = np.random.default_rng(0)
@@ -203,7 +215,8 @@ def main():
     jp = jax_peers()
     print(f"bench_peers: d = {d}, teacher: 4 relu units; jax "
           f"{'installed' if jp else 'not installed'}; OPENBLAS_NUM_THREADS="
-          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; clock {args.clock}; "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; clock {args.clock}; cores "
+          f"{sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}; "
           f"load {os.getloadavg()[0]:.2f}")
     rows = []
     for m in (32, 256):
@@ -246,18 +259,27 @@ def main():
         t = dict(zip(fns, best_interleaved(list(fns.values()), rounds=args.rounds, inner=inner,
                                                 clock=clock)))
         jax_t = min((v for n, v in t.items() if n.startswith("jax")), default=float("nan"))
-        peer = min(jax_t, t["numpy"]) if jp else t["numpy"]
+        peer = jax_t if jp else t["numpy"]            # the issue's bias-free peer step
+        fastest = min(jax_t, t["numpy"]) if jp else t["numpy"]
         unavoid = t["phi2"] + t["gemms"]
         print(f"m = {m}: " + "  ".join(f"{n} {v * 1e3:.3f} ms" for n, v in t.items())
               + f"  [{h.shape[0]} Φ₂, {t['phi2'] / h.shape[0] * 1e9:.0f} ns each]")
         rows.append((m, t["step"] / jax_t, t["l&g"] / jax_t, t["step"] / t["numpy"],
-                     t["general"] / t["step"], t["biased"] / peer, t["biased"] / unavoid))
-    print("\n  m | step/jax | l&g/jax | step/numpy | general/step | biased/peer | biased/unavoidable")
+                     t["general"] / t["step"], t["biased"] / peer, t["biased"] / fastest,
+                     t["biased"] / unavoid))
+    print("\n  m | step/jax | l&g/jax | step/numpy | general/step | biased/peer | biased/fastest"
+          " | biased/unavoidable")
     for m, *q in rows:
         print(f"{m:3d} | " + " | ".join(f"{x:8.2f}" for x in q))
     print(f"load {os.getloadavg()[0]:.2f} at the end")
-    print("goals (issue 22): step/jax <= 1.0 at m = 256, <= 1.5 at m = 32; biased/peer <= 3 at "
-          "m = 256 (peer: the faster of jax and numpy)")
+    r32, r256 = rows
+    verdict = [("step/jax <= 1.0 at m = 256", r256[1] <= 1.0),
+               ("step/jax <= 1.5 at m = 32", r32[1] <= 1.5),
+               (f"biased/peer <= 3 at m = 256 (peer: {'jax' if jp else 'numpy'})", r256[5] <= 3.0),
+               ("biased/fastest <= 3 at m = 256 (stricter: the faster of jax and numpy)",
+                r256[6] <= 3.0)]
+    print("goals (issue 22): " + "; ".join(
+        f"{g}: {'met' if ok else 'NOT met'}" for g, ok in verdict))
 
 
 if __name__ == "__main__":

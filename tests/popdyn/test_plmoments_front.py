@@ -144,6 +144,17 @@ def test_antiparallel_units_sharing_a_kink_line():
         assert abs(L - L0) <= 2.0 * gW * np.abs(e).sum() + 1e-14
 
 
+def _needs_avx2():
+    """Skip on a host without AVX2: the packed-code tests below read the assembly numba compiles
+    for this CPU, and without AVX2 LLVM has no ymm registers to vectorize on (the kernels are
+    then scalar and still correct: every value test of this module holds)."""
+    import llvmlite.binding as ll
+    import pytest
+
+    if not ll.get_host_cpu_features().get("avx2", False):
+        pytest.skip("host CPU without AVX2: no packed ymm / zmm code to look for")
+
+
 def test_front_loop_is_vectorized():
     """The pair loop's front (:func:`popdyn._kernels.plmoments._front_seg`) compiles to packed
     AVX2/AVX-512 code: its square roots and divisions as vsqrtpd / vdivpd on ymm or zmm
@@ -155,6 +166,7 @@ def test_front_loop_is_vectorized():
 
     import numba
 
+    _needs_avx2()
     f = numba.njit(error_model="numpy")(pl._front_seg.py_func)
     m = 12
     al = np.linspace(0.5, 1.5, m)
@@ -175,3 +187,33 @@ def test_front_loop_is_vectorized():
                   pl.RTOL, pl.ATOL, FR2)
     idx = (np.arange(pl._FR_N)[:, None] * pl._LD + np.arange(m - 1)[None, :]).ravel()
     assert np.array_equal(FR[idx], FR2[idx])
+
+
+def test_price_batch_is_vectorized():
+    """The Price node sums (:func:`popdyn._kernels.plmoments._price_batch`, the largest stage of
+    the biased step) compile to packed code: the powers of two of
+    :func:`popdyn._kernels.vmath.exp_inline` built from exponent bits as a packed shift
+    (vpsllq) and the division 1/((1 − t)(1 + t)) as a packed vdivpd, on ymm or zmm registers (a
+    fresh, uncached compile).  Until 0.7.0 the powers of two were table reads, which LLVM turned
+    into gathers and then kept the node loop scalar on AMD Zen 3; this test fails if the node
+    loop goes scalar again.  And the fresh compile gives the bits of the cached kernel."""
+    import re
+
+    import numba
+
+    _needs_avx2()
+    f = numba.njit(error_model="numpy")(pl._price_batch.py_func)
+    n = 11
+    x = np.linspace(0.1, 1.0, n)
+    y = np.linspace(-1.0, 0.5, n)
+    rt = np.linspace(-0.5, 0.5, n)
+    a0 = np.zeros(n)
+    out = np.empty((n, 7))
+    f(pl._GL6_U, pl._GL6_W, x, y, rt, a0, rt.copy(), out)
+    asm = f.inspect_asm(f.signatures[0])
+    packed = r"\w*\s+[^\n]*%[yz]mm"
+    assert re.search(r"vpsllq" + packed, asm), "exp_inline's powers of two are not packed"
+    assert re.search(r"vdivpd" + packed, asm), "the node loop's division is not packed"
+    out2 = np.empty_like(out)
+    pl._price_batch(pl._GL6_U, pl._GL6_W, x, y, rt, a0, rt.copy(), out2)
+    assert np.array_equal(out, out2)
