@@ -37,7 +37,7 @@ m = 256, where the issue's peer is the jax step where jax is installed (its "Wha
 the biased step was "8× the bias-free peer step", 21 ms against jax's 2.6 ms) and the numpy step
 otherwise.  Both biased ratios are printed: ``biased/peer`` against that peer, and the stricter
 ``biased/fastest`` against the faster of jax and numpy (the numpy peer is the faster one here,
-being GEMMs on one core; until 0.7.0 this script reported only that stricter ratio).
+being GEMMs on one core; before 2026-12-03 this script reported only that stricter ratio).
 
 The process is pinned to ``--cores`` cores (default 1, ``os.sched_setaffinity`` before jax is
 imported, so that XLA's thread pool has that one core too): the issue compares the steps on
