@@ -194,9 +194,10 @@ def test_price_batch_is_vectorized():
     the biased step) compile to packed code: the powers of two of
     :func:`popdyn._kernels.vmath.exp_inline` built from exponent bits as a packed shift
     (vpsllq) and the division 1/((1 − t)(1 + t)) as a packed vdivpd, on ymm or zmm registers (a
-    fresh, uncached compile).  Before the bitcast the powers of two were table reads, which LLVM turned
-    into gathers and then kept the node loop scalar on AMD Zen 3; this test fails if the node
-    loop goes scalar again.  And the fresh compile gives the bits of the cached kernel."""
+    fresh, uncached compile).  Before the bitcast the powers of two were table reads, which
+    LLVM turned into gathers and then kept the node loop scalar on AMD Zen 3; this test fails
+    if the node loop goes scalar again.  And the fresh compile gives the bits of the cached
+    kernel."""
     import re
 
     import numba
