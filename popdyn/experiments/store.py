@@ -38,7 +38,10 @@ import io
 import json
 import math
 import os
+import re
 import secrets
+import socket
+import time
 from pathlib import Path
 
 import numpy as np
@@ -143,6 +146,47 @@ def _fsync_dir(path: Path):
         os.close(fd)
 
 
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+_TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.[0-9a-f]{12}\.tmp$")
+#: a temporary file of another machine is removed only when it is this old (seconds): a write
+#: takes well under a second, so such a file was left by a writer that died
+STALE_TMP_SECONDS = 3600.0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # alive, another user's
+        return True
+    return True
+
+
+def remove_stale_temporaries(root) -> list:
+    """Remove the temporary files of :func:`atomic_write` that a killed writer left below
+    ``root``: those of this machine whose process is gone, and those of any machine older than
+    :data:`STALE_TMP_SECONDS`.  A temporary file of a live writer is never touched.  Returns
+    the removed paths."""
+    removed, now = [], time.time()
+    for p in Path(root).rglob(".*.tmp"):
+        m = _TMP.match(p.name)
+        if m is None:
+            continue
+        try:
+            age = now - p.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        dead = m["host"] == _HOST and not _pid_alive(int(m["pid"]))
+        if dead or age > STALE_TMP_SECONDS:
+            try:
+                p.unlink()
+                removed.append(p)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
 def atomic_write(path, data: bytes):
     """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace + fsync dir).
 
@@ -152,7 +196,7 @@ def atomic_write(path, data: bytes):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        tmp = str(path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+        tmp = str(path.parent / f".{path.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                          0o666)
@@ -302,6 +346,7 @@ class Store:
                                  f"{FORMAT!r})")
             self._check_schema(info.get("schema"), str(meta))
             self.info = info
+            remove_stale_temporaries(self.root)     # left by a writer that was killed
         elif create:
             if self.root.exists() and not self.root.is_dir():
                 raise StoreError(f"store path {self.root} exists and is not a directory")

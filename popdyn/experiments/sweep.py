@@ -31,8 +31,11 @@ recomputes nothing that was finished and resumes unfinished runs from their chec
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 
 from ..config import expand
@@ -100,6 +103,62 @@ def dask_executor(address: str, *, timeout: float = 10.0):
                              f"({type(exc).__name__}: {exc}); check the address and that "
                              "`dask scheduler` is running") from None
     return client, client.get_executor()
+
+
+# ---------------------------------------------------------------------------- stopping
+def _watch_parent(parent: int, period: float) -> None:
+    while True:
+        time.sleep(period)
+        if os.getppid() != parent:       # re-parented: the sweep's process is gone
+            os._exit(1)
+
+
+def _worker_init(parent: int, period: float = 0.25) -> None:
+    """Initializer of the local pool's worker processes.
+
+    * SIGINT is ignored: a Ctrl-C at the terminal reaches the whole process group, and the
+      sweep's own process decides (it stops the workers, :func:`_stop_pool`);
+    * a daemon thread exits the worker within ``period`` seconds once its parent is gone
+      (killed by a batch scheduler's time limit, say), so no worker outlives the sweep or
+      waits forever on the pipe of a dead parent.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent, period), daemon=True,
+                     name="popdyn-parent-watch").start()
+
+
+def _stop_pool(ex: cf.ProcessPoolExecutor) -> None:
+    """Stop a local pool now: cancel the queued runs and terminate the running ones (their
+    last checkpoint stays in the store; a rerun resumes from it, bit-identical)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    deadline = time.monotonic() + 3.0
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM (``kill PID``, a scheduler's cancel) raises KeyboardInterrupt in
+    the main thread, so that a sweep stops the same way as on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def plan(cfg: dict) -> list:
@@ -222,9 +281,13 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
     elif scheduler is None:
         w = workers or os.cpu_count() or 1
         w = min(w, max(1, len(todo)))
-        ex = own = SerialExecutor() if w == 1 else cf.ProcessPoolExecutor(max_workers=w)
+        ex = own = SerialExecutor() if w == 1 else cf.ProcessPoolExecutor(
+            max_workers=w, initializer=_worker_init, initargs=(os.getpid(),))
     results, errors = [], []
+    interrupted = False
+    guard = contextlib.ExitStack()
     try:
+        guard.enter_context(_sigterm_as_interrupt())
         st.write_sweep(name or cfg.get("name", ""), keys, cfg)
         bar = _Progress(len(keys), len(keys) - len(todo), enabled=progress)
         futs = {ex.submit(run_one, s, str(st.root)): (k, s) for k, s in todo}
@@ -239,8 +302,14 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
                     errors.append((k, s, exc))
                 bar.step()
             bar.tick()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        if own is not None:
+        guard.close()
+        if isinstance(own, cf.ProcessPoolExecutor) and interrupted:
+            _stop_pool(own)
+        elif own is not None:
             own.shutdown(wait=True, cancel_futures=True)
         if client is not None:
             client.close()
