@@ -18,7 +18,11 @@ Tolerances are declared per cell beside the paper's numbers (``paper_values.toml
 ``{factor = f}``
     within a factor ``f`` either way (paper/f ≤ popdyn ≤ paper·f, both positive);
 ``{sd = k}``
-    within ``k`` of the paper's printed seed standard deviations (the cell's ``sd``).
+    within ``k`` of the paper's printed seed standard deviations (the cell's ``sd``);
+``{abs_or_bracket = a}``
+    the same rule as ``abs``, named where the paper prints a value or a bracket;
+``{exact = true}``
+    a printed status or mark (``"loss stop"``, ``"--"``): equal strings.
 
 Each tolerance is widened by half a unit of the paper's last printed digit (``digits`` decimal
 places): a printed 0.972 stands for [0.9715, 0.9725].  A printed status (e.g. ``"loss stop"``)
@@ -125,16 +129,17 @@ def judge(paper, ours, tolerance: dict, *, digits: int, sd: float | None = None)
     """
     if ours is None:
         return "differs", "not measured by popdyn"
-    if isinstance(paper, str) or isinstance(ours, str):
+    if isinstance(paper, str) or isinstance(ours, str) or "exact" in (tolerance or {}):
         ok = paper == ours
         return ("matches" if ok else "differs"), f"status {'equal' if ok else 'differs'}"
     if not isinstance(tolerance, dict) or len(tolerance) != 1:
-        raise ValueError(f"`tolerance` must be one of {{abs|rel|factor|sd = x}}, got {tolerance!r}")
+        raise ValueError(f"`tolerance` must be one of {{abs|abs_or_bracket|rel|factor|sd = x}} "
+                         f"or {{exact = true}}, got {tolerance!r}")
     (kind, t), = tolerance.items()
     u = 0.5 * 10.0 ** (-int(digits))
     plo, phi = _interval(paper)
     olo, ohi = _interval(ours)
-    if kind == "abs":
+    if kind in ("abs", "abs_or_bracket"):
         a = float(t) + u
         lo, hi, text = plo - a, phi + a, f"±{float(t):g}"
     elif kind == "rel":
@@ -152,7 +157,8 @@ def judge(paper, ours, tolerance: dict, *, digits: int, sd: float | None = None)
         a = float(t) * float(sd) + u
         lo, hi, text = plo - a, phi + a, f"±{float(t):g} sd ({float(sd):g})"
     else:
-        raise ValueError(f"`tolerance` must be one of abs, rel, factor, sd; got {kind!r}")
+        raise ValueError(f"`tolerance` must be one of abs, abs_or_bracket, rel, factor, sd, "
+                         f"exact; got {kind!r}")
     ok = lo <= olo and ohi <= hi
     if ok:
         return "matches", f"inside [{lo:.4g}, {hi:.4g}] ({text} of the paper's {_fmt(paper)})"
