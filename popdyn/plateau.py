@@ -192,6 +192,22 @@ def window_rules(*, band: bool = False) -> dict:
 SWIGLU_RULES = {f"delta={d:g}": PlateauRule("delta", d, units="normalized") for d in (1e-3, 1e-4)}
 
 
+#: plateau rules by name (a config's ``[schedule] plateau``): the baseline rule, App. B's
+#: windows on ℓ = L/V_Y without and with the ReLU band, U.6's δ-prefixes
+NAMED_RULES = {
+    "baseline": BASELINE_RULE,
+    **window_rules(),
+    **{f"{k}+band": r for k, r in window_rules(band=True).items()},
+    **SWIGLU_RULES,
+}
+
+
+def named_rule(name: str) -> PlateauRule:
+    """The rule called ``name`` in :data:`NAMED_RULES`."""
+    V.choice("plateau", name, NAMED_RULES)
+    return NAMED_RULES[name]
+
+
 class PlateauWatch:
     """A :class:`PlateauRule` evaluated update by update: :meth:`feed` takes the loss of each
     update in order (in the rule's units) and returns True at the first one that fails the rule;

@@ -229,3 +229,126 @@ def test_iid_init_moments_and_determinism():
     assert pe.W.tolist() == (W * s).tolist() and pe.b.tolist() == (b * s).tolist()
     with pytest.raises(ValueError, match="`convention` must be one of \\['entry', 'iid', 'norm'\\]"):
         st.init(7, s, convention="IID")
+
+
+# ---------------------------------------------------------------------------- sweeps
+PAPER = """
+name = "paper-protocol"
+[teacher]
+link = "h2"
+rank = 2
+kappa = [0.7071067811865476, 0.7071067811865476]
+[student]
+preset = "paper_relu"
+d = 4
+m = 5
+[init]
+scale = 0.1
+convention = "iid"
+seeds = [3]
+fit_intercept = false
+[train]
+method = "armijo"
+h0 = {h0}
+max_halvings = 40
+max_updates = 250
+[schedule]
+kind = "{kind}"
+[diagnostics]
+kinds = ["unrestricted"]
+certify = false
+geometry = false
+[store]
+checkpoint_every = 100
+"""
+
+
+def _paper_spec(h0=0.5, kind="a2"):
+    from popdyn import config as C
+
+    return C.expand(C.loads(PAPER.format(h0=h0, kind=kind)))[0]
+
+
+@pytest.mark.parametrize("h0", [0.05, 40.0])
+def test_sweep_run_is_the_direct_run_and_resumes_bit_for_bit(tmp_path, h0):
+    """A config with the paper's preset, iid init, Armijo and the A.2 schedule: the stored run
+    is the direct ``train`` call (steps, halvings, loss, event snapshots at E and E + 1), and an
+    interrupted run resumed from its checkpoint is stored identically.  h0 = 0.05: E ≈ 216, so
+    the plateau watch runs across three 100-update segments and a resume; h0 = 40: Armijo
+    backtracks."""
+    from popdyn.experiments import Store, run_one
+    from popdyn.experiments.runner import spec_key
+
+    from _stores import same_run
+
+    spec = _paper_spec(h0)
+    st_ = popdyn.Student.preset("paper_relu", 4, 5)
+    T = popdyn.Teacher.additive("h2", np.eye(4)[:2], kappa=[2 ** -0.5] * 2)
+    p0 = st_.init(3, 0.1, convention="iid")
+    ref = popdyn.train(st_, p0, T, method="armijo", h0=h0, max_updates=250,
+                       schedule=Schedule.named("a2"))
+    run_one(spec, str(tmp_path / "a"))
+    key = spec_key(spec)
+    rec, arrs = Store(tmp_path / "a").record(key), Store(tmp_path / "a").arrays(key)
+    assert arrs["loss"].tolist() == ref.loss.tolist()
+    assert arrs["step"][1:].tolist() == ref.steps.tolist() and arrs["step"][0] == 0.0
+    assert arrs["backtracks"][1:].tolist() == ref.backtracks.tolist()
+    assert arrs["snap_n"].tolist() == ref.snap_n.tolist()
+    np.testing.assert_array_equal(arrs["W"], ref.snapshots["W"])
+    ev = rec["plateau_event"]
+    E = ref.plateau.end
+    assert ev["end_n"] == E and not ev["censored"] and ev["kind"] == "window"
+    assert arrs["snap_n"][ev["E_index"]] == E and arrs["snap_n"][ev["E1_index"]] == E + 1
+    assert rec["armijo"]["h"] == ref.info["h"] and rec["armijo"]["failure"] is None
+    assert (E > 200) if h0 == 0.05 else (arrs["backtracks"].sum() > 0)
+    # interrupted after one segment, resumed: the same stored run
+    out = run_one(spec, str(tmp_path / "b"), _stop_after_segments=1)
+    assert out["status"] == "interrupted"
+    out = run_one(spec, str(tmp_path / "b"))
+    assert out["resumed"]
+    same_run(Store(tmp_path / "a"), Store(tmp_path / "b"), key)
+
+
+def test_config_errors_name_the_key():
+    from popdyn import config as C
+
+    def bad(text, match):
+        with pytest.raises(C.ConfigError, match=match):
+            C.expand(C.loads(text))
+    base = PAPER.format(h0=0.05, kind="baseline")
+    bad(base.replace('preset = "paper_relu"', 'preset = "paper_relu"\nbias = false'),
+        "preset = 'paper_relu' takes d and m only")
+    bad(base.replace('preset = "paper_relu"', 'preset = "paper-relu"'),
+        r"\[student\] preset must be one of \['paper_relu'\].*Did you mean 'paper_relu'")
+    bad(base.replace('kind = "baseline"', 'kind = "A2"'),
+        r"\[schedule\] kind must be one of \['baseline', 'a2'\]")
+    bad(base.replace('kind = "baseline"', 'kind = "baseline"\nevery = 10'),
+        r"kind = 'baseline' fixes the grid; remove \['every'\]")
+    bad(base.replace('kind = "baseline"', 'every = 10\nplateau = "band"'),
+        r"\[schedule\] plateau must be one of")
+    bad(base.replace('max_halvings = 40', 'max_halvings = -1'),
+        "`max_halvings` must be a non-negative int")
+    bad(base.replace('method = "armijo"', 'method = "armijio"'), "`method` must be one of")
+    bad(base.replace('convention = "iid"', 'convention = "IID"'),
+        r"\[init\] convention must be one of \['norm', 'entry', 'iid'\]")
+
+
+def test_existing_config_keys_unchanged():
+    """The new keys enter a run's spec (and key) only when a config gives them."""
+    from popdyn import config as C
+
+    spec = C.expand(C.loads("""
+[teacher]
+link = "h2"
+[student]
+d = 3
+m = 2
+[init]
+scale = 0.1
+[train]
+method = "gd"
+"""))[0]
+    assert spec["schedule"] == {"every": 100, "early": []}
+    assert spec["train"] == {"method": "gd"}
+    assert set(spec["student"]) == {"d", "m"} and set(spec["init"]) == {"scale", "seed",
+                                                                        "fit_intercept"}
