@@ -352,3 +352,14 @@ method = "gd"
     assert spec["train"] == {"method": "gd"}
     assert set(spec["student"]) == {"d", "m"} and set(spec["init"]) == {"scale", "seed",
                                                                         "fit_intercept"}
+
+
+def test_armijo_without_backtracking_is_fixed_step_gd(case):
+    """When no trial is rejected, persistent Armijo is the paper's fixed-step GD (eq. (3)) at
+    the force step h0, bit for bit (the same update, the same fused evaluations)."""
+    st, p0, T = case
+    a = popdyn.train(st, p0, T, method="armijo", h0=0.05, max_updates=40)
+    g = popdyn.train(st, p0, T, method="gd", lr=0.05, max_updates=40)
+    assert a.backtracks.sum() == 0
+    assert a.loss.tolist() == g.loss.tolist() and a.t.tolist() == g.t.tolist()
+    assert a.final.flat().tolist() == g.final.flat().tolist()
