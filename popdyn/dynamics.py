@@ -752,6 +752,10 @@ def _train_rescaled(fam, m, params, teacher, *, method, lr, head_lr_mult, h0, h_
     if tr.steps is not None:
         tr.steps = tr.steps / m
         tr.info["h"] = tr.info["h"] / m
+    if tr.plateau is not None:           # its flow-time clock, reported as t
+        rule = kw["schedule"].plateau
+        tr.plateau = rule.apply(tr.mse if rule.units == "mse" else tr.normalized_loss,
+                                n=tr.n, t=tr.t)
     tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
                    h_max=h_max, max_time=max_time)
     return tr
