@@ -18,18 +18,25 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     link = "h2"; rank = 2; kappa = [...]; U = [[...]]          (additive)
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
-    [student]   d, m, activation, negative_slope, bias, intercept, scaling, skip
+    [student]   d, m, activation, negative_slope, bias, intercept, scaling, skip, preset
+                (preset = "paper_relu": with d and m only, Kumar's ReLU student
+                f = (1/m) Σ A_j relu(W_j·x + B_j), no intercept: popdyn.Student.preset)
                 (skip = true: a learned linear skip v·x, popdyn.Student(..., skip=True),
                 the ``skip`` family of popdyn.skip; absent or false: no skip, and the run's key
                 is that of a config without the key)
                 activation = "swiglu": d, m, intercept, clock only   (SwiGLU student;
                 clock = "standard" | "mean_field": popdyn.SwiGLUStudent)
     [init]      scale, seeds (list or {start, count}), fit_intercept,
-                convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries)
-    [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
-                eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode
-                (stopping rules: loss_target, max_updates, max_time, explode)
+                convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries
+                | "iid": every entry of a, W and b IID N(0, s²/d), Kumar §3)
+    [train]     method ("flow" | "gd" | "armijo"), lr, head_lr_mult, bias_lr_mult,
+                intercept_lr_mult, eps, h0, h_min, h_max, max_halvings, max_updates, max_time,
+                loss_target, explode   (stopping rules: loss_target, max_updates, max_time,
+                explode; "armijo": persistent Armijo from h0 with max_halvings, Kumar eq. (19))
     [schedule]  every, early                         (diagnostic schedule, in updates)
+                kind = "baseline" | "a2": the paper's schedules (popdyn.Schedule.named; no
+                every/early then), plateau = a rule of popdyn.plateau.NAMED_RULES whose
+                endpoint E and E + 1 are snapshotted ("baseline" for both kinds by default)
     [diagnostics] kinds, budget, geometry, delta, certify, certify_kinds, prec
     [store]     checkpoint_every                     (updates between resumable checkpoints)
     [[settings]] label = "..."; and any of student / init / train / schedule / diagnostics
@@ -73,8 +80,9 @@ from .diagnostics.refit import KINDS
 from .dynamics import train as _train
 from .models import INIT_CONVENTIONS
 from .swiglu import SwiGLUStudent
-from .dynamics import Schedule
-from .models import Student
+from .dynamics import SCHEDULE_KINDS, Schedule
+from .models import PRESETS, Student
+from .plateau import NAMED_RULES
 from .teachers import Teacher
 
 #: [student] keys of a SwiGLU student (``activation = "swiglu"``)
@@ -92,11 +100,12 @@ _SECTIONS = {
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
     "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock",
-                "skip"},
+                "skip", "preset"},
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
-              "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},
-    "schedule": {"every", "early"},
+              "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode",
+              "max_halvings"},
+    "schedule": {"every", "early", "kind", "plateau"},
     "diagnostics": {"kinds", "budget", "geometry", "delta", "certify", "certify_kinds", "prec"},
     "store": {"checkpoint_every"},
     "settings": None,
@@ -222,6 +231,18 @@ def make_student(table: dict):
     """The student of a ``[student]`` table: :class:`popdyn.Student`, or
     :class:`popdyn.SwiGLUStudent` for ``activation = "swiglu"`` (keys d, m, intercept only)."""
     t = dict(table)
+    if "preset" in t:
+        name = t.pop("preset")
+        if name not in PRESETS:
+            close = difflib.get_close_matches(str(name), PRESETS, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"[student] preset must be one of {sorted(PRESETS)}, got "
+                              f"{name!r}.{hint}")
+        extra = sorted(k for k in t if k not in ("d", "m"))
+        if extra or not {"d", "m"} <= set(t):
+            raise ConfigError(f"[student] preset = {name!r} takes d and m only (it fixes "
+                              f"{', '.join(sorted(PRESETS[name]))}); got {sorted(t)}")
+        return Student.preset(name, t["d"], t["m"])
     if "skip" in t and not isinstance(t["skip"], bool):
         raise ConfigError(f"[student] skip must be true or false, got {t['skip']!r}")
     if t.get("skip") is False:
@@ -356,9 +377,34 @@ def teacher_label(table: dict) -> str:
 def train_kwargs(cfg: dict) -> dict:
     kw = dict(cfg.get("train", {}))
     if "schedule" in cfg:
-        sc = cfg["schedule"]
-        kw["schedule"] = Schedule(every=sc.get("every", 100), early=tuple(sc.get("early", ())))
+        kw["schedule"] = schedule_of(cfg["schedule"])
     return kw
+
+
+def schedule_of(sc: dict, where: str = "the config") -> Schedule:
+    """The :class:`popdyn.Schedule` of a ``[schedule]`` table: ``every``/``early``, or a named
+    ``kind`` (:meth:`popdyn.Schedule.named`), with an optional named plateau ``rule``
+    (:data:`popdyn.plateau.NAMED_RULES`) whose endpoint and successor are snapshotted."""
+    if "kind" in sc:
+        kind = sc["kind"]
+        if kind not in SCHEDULE_KINDS:
+            close = difflib.get_close_matches(str(kind), SCHEDULE_KINDS, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"[schedule] kind must be one of {list(SCHEDULE_KINDS)} in {where}, "
+                              f"got {kind!r}.{hint}")
+        base = Schedule.named(kind)
+    else:
+        base = Schedule(every=sc.get("every", 100), early=tuple(sc.get("early", ())))
+    if "plateau" in sc:
+        name = sc["plateau"]
+        if name not in NAMED_RULES:
+            close = difflib.get_close_matches(str(name), NAMED_RULES, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"[schedule] plateau must be one of {sorted(NAMED_RULES)} in "
+                              f"{where}, got {name!r}.{hint}")
+        base = Schedule(every=base.every, early=base.early, dense=base.dense,
+                        plateau=NAMED_RULES[name])
+    return base
 
 
 def teachers_of(cfg: dict) -> list:
@@ -423,9 +469,16 @@ def expand(cfg: dict) -> list:
                 hint = f" Did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(f"[init] convention must be one of {list(INIT_CONVENTIONS)} in "
                                   f"{where}, got {init['convention']!r}.{hint}")
+        if "kind" in sec["schedule"]:
+            fixed = sorted(k for k in ("every", "early") if k in sec["schedule"])
+            if fixed:
+                raise ConfigError(f"[schedule] kind = {sec['schedule']['kind']!r} fixes the grid; "
+                                  f"remove {fixed} (in {where})")
         sched = {**SCHEDULE_DEFAULTS, **sec["schedule"]}
         try:
-            Schedule(every=sched["every"], early=tuple(sched["early"]))
+            schedule_of(sched, where)
+        except ConfigError:
+            raise
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"[schedule] in {where}: {exc}") from None
         diag = {**DIAGNOSTIC_DEFAULTS, **sec["diagnostics"]}

@@ -8,6 +8,21 @@ with P the per-group rate multipliers (head ``a``, biases ``b``, intercept ``c``
 
 * ``method="gd"``: fixed-step gradient descent θ ← θ − Δt κ P ∇L, Δt = ``lr``; the update count
   n and the flow time t = n·Δt are both recorded.
+* ``method="armijo"``: persistent Armijo backtracking, Kumar (arXiv 2609.39408) App. A eq. (19)
+  (:class:`PersistentArmijo`).  With the trial direction F = −κ P ∇L (so that the trial is
+  θ + hF, h on the flow clock) a trial is accepted iff
+
+      MSE(θ + hF) ≤ MSE(θ) − 10⁻⁴ h ⟨∇MSE(θ), −F⟩ + 10⁻¹³ max{1, |MSE(θ)|},   MSE = 2L,
+
+  which for the paper's student (:meth:`popdyn.Student.preset` ``"paper_relu"``: κ = m, P = I)
+  is eq. (19) with F = −(m/2)∇MSE and ⟨∇MSE, −F⟩ = (2/m)‖F‖².  Otherwise h is halved, at most
+  ``max_halvings`` (40) times per update; the accepted h persists to later updates and never
+  increases (start ``h0`` = 0.05).  A rejected trial costs one evaluation, an accepted one
+  none beyond its own (its gradient is the next update's).  A run whose line search fails
+  ``max_halvings`` times, or whose accepted state has a non-finite gradient, is a recorded
+  failure: status ``diverged``, ``info["failure"]`` saying which, the last accepted state kept.
+  Per update the accepted step, the number of halvings and t = Σ h are recorded
+  (:attr:`Trajectory.steps`, :attr:`Trajectory.backtracks`, :attr:`Trajectory.t`).
 * ``method="flow"``: an adaptive Euler approximation of gradient flow with step-doubling error
   control.  From θ₀ one full Euler step of size h and two half steps are taken; the local error
   estimate is e = ‖θ_full − θ_half‖₂, and the step is accepted when e ≤ ε·‖θ_half − θ₀‖₂, i.e.
@@ -20,12 +35,16 @@ Every method is a :class:`Stepper` over one frozen :class:`Problem` (the templat
 ``scipy.integrate.OdeSolver``): ``step()`` owns n, t, the status and the counters, and
 :class:`FixedStepGD`, :class:`AdaptiveEuler`, :class:`FusedGD` (relu / leaky-relu students: the
 updates between two snapshots inside numba) and the finite-sample SGD of :mod:`popdyn.finite`
-implement ``_step_impl``.
+implement ``_step_impl``; :data:`METHODS` maps each ``method`` name to its stepper.
 
 Stopping rules: normalized loss 2L/V_Y ≤ ``loss_target`` → ``converged``; ``max_updates`` or
 ``max_time`` reached → ``horizon``; a non-finite state or a loss above ``explode`` × max(L₀, V_Y)
 → ``diverged``, keeping the last finite state.  The loss is kept at every update; parameter
-snapshots follow a :class:`Schedule` (every N updates, denser early).
+snapshots follow a :class:`Schedule` (every N updates, denser early, or the named schedules of
+the paper: :meth:`Schedule.named`).  A schedule with a plateau rule
+(:class:`popdyn.plateau.PlateauRule`) has the rule evaluated at every update while training,
+and the state at its endpoint E and at E + 1 snapshotted (Kumar App. A: "the exact endpoint
+state ... the endpoint and its successor are retained").
 """
 from __future__ import annotations
 
@@ -40,29 +59,80 @@ from ._notice import compile_notice
 from . import _validate as V
 from .family import family_of
 from .models import Params, Student
+from .plateau import BASELINE_RULE, PlateauRule, PlateauWatch
 from .teachers import Teacher
 
-METHODS = ("gd", "flow")
 STATUSES = ("converged", "horizon", "diverged")
+#: the named schedules of :meth:`Schedule.named`
+SCHEDULE_KINDS = ("baseline", "a2")
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """Snapshot schedule: every ``every`` updates, plus the ``early`` update counts.
+    """Snapshot schedule: every ``every`` updates, plus the ``early`` update counts, plus every
+    ``step`` updates up to ``until`` for each pair of ``dense``, plus -- with a plateau rule
+    ``plateau`` (:class:`popdyn.plateau.PlateauRule`) -- the rule's endpoint E and its successor
+    E + 1, found while training (:func:`train`).
 
-    The initial state (n = 0) and the final state are always recorded.
+    The initial state (n = 0) and the final state are always recorded.  ``offset`` shifts the
+    update count: a run continued from update n₀ (a segment of a sweep run) uses
+    ``replace(schedule, offset=n₀)``, so that its local update n is update n₀ + n of the
+    schedule.  The paper's schedules are :meth:`named`.
     """
 
     every: int = 100
     early: tuple = (1, 2, 5, 10, 20, 50)
+    dense: tuple = ()
+    plateau: PlateauRule | None = None
+    offset: int = 0
 
     def __post_init__(self):
         V.positive_int("every", self.every)
         for e in self.early:
             V.nonneg_int("early", e)
+        dense = []
+        for pair in self.dense:
+            try:
+                until, step = pair
+            except (TypeError, ValueError):
+                raise TypeError(f"`dense` must hold (until, step) pairs, got {pair!r}") from None
+            dense.append((V.positive_int("dense until", until), V.positive_int("dense step", step)))
+        object.__setattr__(self, "dense", tuple(dense))
+        if self.plateau is not None and not isinstance(self.plateau, PlateauRule):
+            raise TypeError("`plateau` must be a popdyn.plateau.PlateauRule or None, got "
+                            f"{type(self.plateau).__name__}")
+        V.nonneg_int("offset", self.offset)
 
     def __contains__(self, n: int) -> bool:
-        return n == 0 or n % self.every == 0 or n in self.early
+        if n == 0:
+            return True
+        g = n + self.offset
+        return (g % self.every == 0 or g in self.early
+                or any(g <= u and g % s == 0 for u, s in self.dense))
+
+    def next_after(self, n: int) -> int:
+        """The first scheduled update count after ``n`` (not counting plateau events)."""
+        g = n + self.offset
+        cand = [(g // self.every + 1) * self.every] + [e for e in self.early if e > g]
+        for u, s in self.dense:
+            k = (g // s + 1) * s
+            if k <= u:
+                cand.append(k)
+        return min(cand) - self.offset
+
+    @classmethod
+    def named(cls, kind: str) -> "Schedule":
+        """The diagnostic schedules of Kumar (arXiv 2609.39408):
+
+        * ``"baseline"`` (App. A): every 100 updates, plus the exact endpoint E of the baseline
+          plateau rule (:data:`popdyn.plateau.BASELINE_RULE`) and its successor E + 1;
+        * ``"a2"`` (App. A.2): every 10 updates through 1,000, every 50 through 3,000, every 100
+          thereafter, plus E and E + 1 of the same rule.
+        """
+        V.choice("kind", kind, SCHEDULE_KINDS)
+        if kind == "baseline":
+            return cls(every=100, early=(), plateau=BASELINE_RULE)
+        return cls(every=100, early=(), dense=((1000, 10), (3000, 50)), plateau=BASELINE_RULE)
 
 
 @dataclass
@@ -73,6 +143,8 @@ class Trajectory:
     ----------
     n, t, loss : arrays
         Update count, flow time and L = ½E[(f − y)²] after every update (index 0 = initial).
+        For ``method="armijo"`` t is the cumulative step Σ h (the paper's force time; the raw
+        GD time Σ η is (m/2)·t for the paper's student, η = m h / 2).
     snap_n, snap_t : arrays
         Update count and flow time of each snapshot.
     snapshots : dict of arrays
@@ -86,7 +158,14 @@ class Trajectory:
     records : list of dict
         Whatever the ``recorder`` returned at each snapshot (diagnostics), aligned with snap_n.
     info : dict
-        Settings, counters (gradient evaluations, forced steps) and wall time.
+        Settings, counters (gradient evaluations, forced steps) and wall time; for
+        ``method="armijo"`` also the persistent step ``h`` after the run and ``failure`` (None,
+        ``"line_search"`` or ``"nonfinite"``); with a plateau rule, ``plateau``.
+    steps, backtracks : arrays or None
+        ``method="armijo"``: the accepted step h and the number of halvings of every update
+        (aligned with ``n[1:]``); None for the other methods.
+    plateau : Plateau or None
+        With a schedule's plateau rule: the rule's prefix of this run (units of the rule).
     """
 
     n: np.ndarray
@@ -102,10 +181,18 @@ class Trajectory:
     info: dict = field(default_factory=dict)
     #: the parameter container of the snapshots (the student family's ``params_type``)
     params_type: type = Params
+    steps: np.ndarray | None = None
+    backtracks: np.ndarray | None = None
+    plateau: object = None
 
     @property
     def normalized_loss(self) -> np.ndarray:
         return 2.0 * self.loss / self.variance
+
+    @property
+    def mse(self) -> np.ndarray:
+        """The full MSE E[(f − y)²] = 2L after every update (Kumar eq. (2): the paper's loss)."""
+        return 2.0 * self.loss
 
     def snapshot(self, i: int):
         """The state of snapshot ``i`` (a ``params_type`` built from the snapshot fields)."""
@@ -128,7 +215,9 @@ class _Recorder:
         #: returning them, passed on to a recorder that takes them (``takes_moments``)
         self.moments = None
 
-    def add(self, n, t, p, L):
+    def add(self, n, t, p, L, moments=None):
+        """Snapshot state ``p`` at update ``n`` (once per n); ``moments``: the value moments of
+        ``p`` when they are not those of :attr:`moments` (a state before the current one)."""
         if self.n and self.n[-1] == n:
             return
         self.n.append(n); self.t.append(t)
@@ -138,7 +227,7 @@ class _Recorder:
         if self.recorder is not None:
             kw = {}
             if self.moments is not None and getattr(self.recorder, "takes_moments", False):
-                kw["moments"] = self.moments()
+                kw["moments"] = self.moments() if moments is None else moments
             self.records.append(self.recorder(self.student, p, self.teacher, n=n, t=t, loss=L,
                                               **kw))
 
@@ -148,7 +237,7 @@ class _Recorder:
 
 
 def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max,
-              max_updates, max_time, loss_target, explode, schedule) -> dict:
+              max_updates, max_time, loss_target, explode, schedule, max_halvings=40) -> dict:
     """Validated integrator settings of :func:`train` (every student family)."""
     V.choice("method", method, METHODS)
     out = dict(method=method, lr=V.real("lr", lr, positive=True),
@@ -158,7 +247,9 @@ def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0
                eps=V.real("eps", eps, positive=True), h0=V.real("h0", h0, positive=True),
                h_min=V.real("h_min", h_min, positive=True),
                h_max=V.real("h_max", h_max, positive=True, allow_inf=True))
-    if not out["h_min"] <= out["h0"] <= out["h_max"]:
+    out["max_halvings"] = V.nonneg_int("max_halvings", max_halvings)
+    # the persistent Armijo step only halves from h0: [h_min, h_max] bound the flow's step
+    if method != "armijo" and not out["h_min"] <= out["h0"] <= out["h_max"]:
         raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {out['h_min']}, "
                          f"{out['h0']}, {out['h_max']}")
     out["max_updates"] = V.nonneg_int("max_updates", max_updates)
@@ -210,6 +301,8 @@ class Stepper:
     def __init__(self, problem: Problem, recorder):
         pr = self.problem = problem
         self.rec = recorder
+        #: a :class:`popdyn.plateau.PlateauWatch` fed the loss of every update (:meth:`watch`)
+        self.watch, self._units = None, None
         self.L, self.g, self.p = pr.evaluate(pr.p0)
         self.n, self.t, self.status = 0, 0.0, "running"
         self.grad_evals, self.forced_steps = 1, 0
@@ -225,14 +318,35 @@ class Stepper:
         lt = self.problem.loss_target
         return lt > 0 and 2 * L / self.problem.VY <= lt
 
+    def attach(self, watch: PlateauWatch, units):
+        """Evaluate ``watch``'s plateau rule at every update, ``units(L)`` the loss it reads;
+        until the rule fails, updates are taken one at a time and the state before each is
+        kept, so that the endpoint E and E + 1 are snapshotted exactly.  A fresh watch is fed
+        the initial loss; a watch continued from an earlier run already holds it."""
+        self.watch, self._units = watch, units
+        if watch.count == 0:
+            watch.feed(units(self.L))
+
+    def _state_moments(self):
+        """The value moments of the current state, when the stepper keeps them (else None)."""
+        return self.rec.moments() if self.rec.moments is not None else None
+
     def step(self) -> str:
         """Updates up to the next snapshot count (or a stop); returns the status."""
         if self.status != "running":
             raise RuntimeError(f"step() on a finished run (status {self.status!r})")
         pr, n = self.problem, self.n
         sch = pr.schedule
-        nxt = min([(n // sch.every + 1) * sch.every] + [e for e in sch.early if e > n])
-        self._step_impl(min(nxt, pr.max_updates) - n)
+        w = self.watch
+        if w is not None and not w.done:
+            prev = (n, self.t, self.p.copy(), self.L, self._state_moments())
+            self._step_impl(1)
+            if self.n > n and w.feed(self._units(self.L)):
+                self.rec.add(*prev[:4], moments=prev[4])      # E: the state before the failure
+                self.rec.add(self.n, self.t, self.p, self.L)  # E + 1
+        else:
+            nxt = sch.next_after(n)
+            self._step_impl(min(nxt, pr.max_updates) - n)
         if self.status == "running":
             if self.n in sch:
                 self.rec.add(self.n, self.t, self.p, self.L)
@@ -279,6 +393,70 @@ class FixedStepGD(Stepper):
     def _propose(self):
         lr = self.problem.lr
         return self.problem.axpy(self.p, self.g, lr), lr
+
+
+class PersistentArmijo(Stepper):
+    """Persistent Armijo backtracking (method ``"armijo"``; Kumar (arXiv 2609.39408) App. A
+    eq. (19); module docstring).
+
+    ``slope(g)`` is ⟨∇MSE, −F⟩ = 2⟨∇L, κP∇L⟩ at gradient g (the paper's (2/m)‖F‖²).  With a
+    fused evaluator the value moments of the last *accepted* state are what the recorder gets.
+    """
+
+    #: sufficient-decrease constant and the relative round-off allowance of eq. (19)
+    C1, TOL = 1e-4, 1e-13
+
+    def __init__(self, problem, recorder, *, h0, max_halvings, slope, fused=None):
+        self.h, self.max_halvings, self.slope = h0, max_halvings, slope
+        self.steps, self.backtracks, self.failure = [], [], None
+        self._fz, self._values = fused, None
+        if fused is not None:
+            recorder.moments = self._moments
+        super().__init__(problem, recorder)
+        if fused is not None:
+            self._values = fused.values
+
+    def _moments(self):
+        from ._moments import Moments
+        C, B, mu0, Ct = self._values if self._values is not None else self._fz.values
+        return Moments(C=C, mu0=mu0, Ct=Ct, B=B, need="values")
+
+    def _step_impl(self, nmax):
+        pr, C1, TOL = self.problem, self.C1, self.TOL
+        for _ in range(nmax):
+            if not self.t < pr.max_time:
+                return
+            p, g = self.p, self.g
+            mse = 2.0 * self.L                     # the paper's loss, eq. (2)
+            slope = self.slope(g)
+            tol = TOL * max(1.0, abs(mse))
+            h, k = self.h, 0
+            while True:
+                q = pr.axpy(p, g, h)
+                if q.is_finite():
+                    Lq, gq, q = pr.evaluate(q)
+                    self.grad_evals += 1
+                    if np.isfinite(Lq) and 2.0 * Lq <= mse - C1 * h * slope + tol:
+                        break
+                if k == self.max_halvings:
+                    self.status, self.failure = "diverged", "line_search"
+                    return
+                h *= 0.5
+                k += 1
+            if gq is not None and not gq.is_finite():
+                self.status, self.failure = "diverged", "nonfinite"
+                return
+            self.h = h
+            self.p, self.L, self.g = q, Lq, gq
+            if self._fz is not None:
+                self._values = self._fz.values
+            self.n += 1
+            self.t += h
+            self.losses.append(Lq); self.ns.append(self.n); self.ts.append(self.t)
+            self.steps.append(h); self.backtracks.append(k)
+            if self._converged(Lq):
+                self.status = "converged"
+                return
 
 
 class AdaptiveEuler(Stepper):
@@ -404,19 +582,26 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
           intercept_lr_mult: float = 1.0, eps: float = 0.05, h0: float = 0.05,
           h_min: float = 1e-6, h_max: float = 10.0, max_updates: int = 100_000,
           max_time: float = np.inf, loss_target: float = 0.0, explode: float = 1e6,
-          schedule: Schedule | None = None, recorder=None, rtol: float = 1e-10) -> Trajectory:
+          schedule: Schedule | None = None, recorder=None, rtol: float = 1e-10,
+          max_halvings: int = 40, plateau_watch: PlateauWatch | None = None) -> Trajectory:
     """Train ``student`` from ``params`` on the population loss against ``teacher``.
 
     Parameters
     ----------
-    method : {"flow", "gd"}
-        Adaptive Euler gradient flow or fixed-step gradient descent (module docstring).
+    method : {"flow", "gd", "armijo"}
+        Adaptive Euler gradient flow, fixed-step gradient descent or persistent Armijo
+        backtracking (Kumar (arXiv 2609.39408) eq. (19); module docstring), the steppers of
+        :data:`METHODS`.
     lr : float
         GD step Δt on the flow clock (> 0); parameter-space rate is lr·κ·multiplier.
     head_lr_mult, bias_lr_mult, intercept_lr_mult : float
         Per-group rate multipliers (≥ 0) for a, b and c.
     eps, h0, h_min, h_max : float
-        Flow tolerance ε (> 0), initial step and step bounds (0 < h_min ≤ h0 ≤ h_max).
+        Flow tolerance ε (> 0), initial step and step bounds (0 < h_min ≤ h0 ≤ h_max).  For
+        ``method="armijo"`` ``h0`` (> 0) is the initial force step h (the paper's 0.05) and
+        h_min, h_max do not apply.
+    max_halvings : int
+        ``method="armijo"``: halvings allowed per update (≥ 0; the paper's 40).
     max_updates, max_time : horizon on the update and flow-time clocks.
     loss_target : float
         Stop with ``converged`` once the normalized loss 2L/V_Y ≤ this (0 disables).
@@ -431,6 +616,9 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
         (the same bits as recomputing them), when the run has them.
     rtol : float
         Series tolerance for smooth activations.
+    plateau_watch : popdyn.plateau.PlateauWatch, optional
+        With a schedule that has a plateau rule: the watch to continue (a run resumed from an
+        earlier one, whose losses it has been fed); default a fresh watch of the rule.
 
     Returns
     -------
@@ -449,9 +637,13 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
                                intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
                                h_min=h_min, h_max=h_max, max_updates=max_updates,
                                max_time=max_time, loss_target=loss_target, explode=explode,
-                               schedule=schedule, recorder=recorder, rtol=rtol)
+                               schedule=schedule, recorder=recorder, rtol=rtol,
+                               max_halvings=max_halvings, plateau_watch=plateau_watch)
     cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
-                    h_max, max_updates, max_time, loss_target, explode, schedule)
+                    h_max, max_updates, max_time, loss_target, explode, schedule, max_halvings)
+    if plateau_watch is not None and not isinstance(plateau_watch, PlateauWatch):
+        raise TypeError("`plateau_watch` must be a popdyn.plateau.PlateauWatch or None, got "
+                        f"{type(plateau_watch).__name__}")
     rates = fam.rates(cfg["ma"], cfg["mb"], cfg["mc"])
     VY = teacher.variance
     if not VY > 0:
@@ -474,10 +666,24 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     if method == "flow":
         run = AdaptiveEuler(problem, rec, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
                             h_max=cfg["h_max"])
+    elif method == "armijo":
+        run = PersistentArmijo(problem, rec, h0=cfg["h0"], max_halvings=cfg["max_halvings"],
+                               slope=_slope(params, fam.fields, axpy), fused=fz)
     elif fz is not None:
         run = FusedGD(problem, rec, fz, rates, kappa)
     else:
         run = FixedStepGD(problem, rec)
+    rule = cfg["schedule"].plateau
+    watch = None
+    if rule is not None:
+        watch = plateau_watch if plateau_watch is not None else rule.watch()
+        if rule.units == "mse":
+            def units(L):
+                return 2.0 * L
+        else:
+            def units(L):
+                return 2.0 * L / VY
+        run.attach(watch, units)
     run.run()
     p, status, ngrad, forced = run.p, run.status, run.grad_evals, run.forced_steps
     losses, ns, ts = run.losses, run.ns, run.ts
@@ -487,12 +693,43 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
                 max_updates=cfg["max_updates"], max_time=cfg["max_time"],
                 loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
-    return Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
-                      status, p, VY, rec.records, info, fam.params_type)
+    extra = {}
+    if method == "armijo":
+        info.update(max_halvings=cfg["max_halvings"], h=run.h, failure=run.failure)
+        extra = dict(steps=np.array(run.steps, dtype=np.float64),
+                     backtracks=np.array(run.backtracks, dtype=np.int64))
+    tr = Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
+                    status, p, VY, rec.records, info, fam.params_type, **extra)
+    if watch is not None:
+        info["plateau"] = {**rule.to_dict(), "end": watch.end, "censored": not watch.done,
+                           "fed": watch.count}
+        if plateau_watch is None:
+            ell = tr.mse if rule.units == "mse" else tr.normalized_loss
+            tr.plateau = rule.apply(ell, n=tr.n, t=tr.t)
+    return tr
+
+
+def _slope(p0, fields, axpy):
+    """g ↦ ⟨∇MSE, −F⟩ = 2⟨g, κP g⟩ with κP g = −axpy(0, g, 1) (exact: 0 − x = −x): the
+    Armijo decrease per unit step (module docstring), (2/m)‖F‖² for the paper's student."""
+    import dataclasses
+
+    zero = dataclasses.replace(p0, **{f: (0.0 if f == "c" else np.zeros_like(getattr(p0, f)))
+                                      for f in fields})
+
+    def slope(g):
+        d = axpy(zero, g, 1.0)
+        return -2.0 * sum(float(np.sum(getattr(g, f) * getattr(d, f))) for f in fields)
+    return slope
+
+
+#: the steppers of :func:`train` by ``method`` (``"gd"`` runs :class:`FusedGD` where the fused
+#: kernels apply)
+METHODS = {"gd": FixedStepGD, "flow": AdaptiveEuler, "armijo": PersistentArmijo}
 
 
 def _train_rescaled(fam, m, params, teacher, *, method, lr, head_lr_mult, h0, h_min, h_max,
-                    max_time, recorder, **kw):
+                    max_time, recorder, plateau_watch=None, **kw):
     """:func:`train` for a family whose reported clock t is the integration clock τ = m·t
     divided by ``m`` (SwiGLU ``clock="mean_field"``): the standard-clock flow with lr·m,
     head multiplier head_lr_mult/m² and step bounds and horizon ×m, every time reported as
@@ -501,16 +738,24 @@ def _train_rescaled(fam, m, params, teacher, *, method, lr, head_lr_mult, h0, h_
     # validate on the caller's clock first, so errors name the caller's values
     _settings(method, lr, head_lr_mult, kw["bias_lr_mult"], kw["intercept_lr_mult"], kw["eps"],
               h0, h_min, h_max, kw["max_updates"], max_time, kw["loss_target"], kw["explode"],
-              kw["schedule"])
+              kw["schedule"], kw["max_halvings"])
     rec = None
     if recorder is not None:
         def rec(st, p, T, *, n, t, loss):
             return recorder(student, p, T, n=n, t=t / m, loss=loss)
     tr = train(fam.standard_clock(), params, teacher, method=method, lr=lr * m,
                head_lr_mult=head_lr_mult / (m * m), h0=h0 * m, h_min=h_min * m,
-               h_max=h_max * m, max_time=max_time * m, recorder=rec, **kw)
+               h_max=h_max * m, max_time=max_time * m, recorder=rec, plateau_watch=plateau_watch,
+               **kw)
     tr.t = tr.t / m
     tr.snap_t = tr.snap_t / m
+    if tr.steps is not None:
+        tr.steps = tr.steps / m
+        tr.info["h"] = tr.info["h"] / m
+    if tr.plateau is not None:           # its flow-time clock, reported as t
+        rule = kw["schedule"].plateau
+        tr.plateau = rule.apply(tr.mse if rule.units == "mse" else tr.normalized_loss,
+                                n=tr.n, t=tr.t)
     tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
                    h_max=h_max, max_time=max_time)
     return tr

@@ -26,18 +26,35 @@ def _f64(x):
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
 #: ``entry`` -- every entry IID N(0, s²), so |w_j| ≈ s·√d (seed paper 003, abstract: "small IID
-#: Gaussian initialization"; docs/protocol.md)
-INIT_CONVENTIONS = ("norm", "entry")
+#: Gaussian initialization"; docs/protocol.md); ``iid`` -- every scalar entry of a, W and b IID
+#: N(0, s²/d), the same s for heads, weights and biases (Kumar (arXiv 2609.39408) §3 below
+#: eq. (2), §5 and App. A)
+INIT_CONVENTIONS = ("norm", "entry", "iid")
 
 
 def init_width(convention: str, scale: float, d: int) -> float:
     """Standard deviation of one first-layer entry under an initialization ``convention``.
 
-    ``"norm"``: scale/√d (rows of norm ≈ scale); ``"entry"``: scale (IID entries of scale s).
+    ``"norm"`` and ``"iid"``: scale/√d; ``"entry"``: scale (IID entries of scale s).
     Raises ``ValueError`` naming ``convention`` and the valid choices for anything else.
     """
     V.choice("convention", convention, INIT_CONVENTIONS)
-    return scale / np.sqrt(d) if convention == "norm" else scale
+    return scale if convention == "entry" else scale / np.sqrt(d)
+
+
+def init_head_width(convention: str, scale: float, d: int) -> float:
+    """Standard deviation of a head a_j and of a bias b_j under ``convention``: scale, or
+    scale/√d for ``"iid"`` (every scalar entry N(0, s²/d): Kumar §3)."""
+    V.choice("convention", convention, INIT_CONVENTIONS)
+    return scale / np.sqrt(d) if convention == "iid" else scale
+
+
+#: named students (:meth:`Student.preset`)
+PRESETS = {
+    # Kumar (arXiv 2609.39408) §3 eqs. (2)-(3), App. D eq. (43): f(x) = (1/m) Σ_j A_j
+    # relu(W_j·x + B_j), trained biases, no intercept
+    "paper_relu": dict(activation="relu", bias=True, intercept=False, scaling="mean_field"),
+}
 
 
 class ParamArrays:
@@ -191,6 +208,25 @@ class Student:
     def replace(self, **kw) -> "Student":
         return replace(self, **kw)
 
+    @classmethod
+    def preset(cls, name: str, d: int, m: int) -> "Student":
+        """A named student (:data:`PRESETS`) of input dimension ``d`` and width ``m``.
+
+        ``"paper_relu"``: the ReLU student of Kumar (arXiv 2609.39408) §3,
+
+            f(x) = (1/m) Σ_j A_j relu(W_j·x + B_j),   L_paper = E[(y − f)²]   (eq. (2)),
+
+        signed heads, trained biases, no intercept (``scaling="mean_field"``,
+        ``intercept=False``, ``bias=True``).  popdyn's loss is L = ½E[(f − y)²] = L_paper/2 and
+        mean-field GD with step Δt moves θ by −mΔt ∇L, so ``train(..., method="gd", lr=h)`` is
+        eq. (3), Θ⁺ = Θ − η ∇L_paper with the raw step η = m h / 2 and force step h; for
+        example A_j⁺ = A_j + h E[(y − f) relu(z_j)] (eq. (43)).  ``method="armijo"`` with
+        ``h0=0.05`` is the experiments' persistent Armijo rule (eq. (19)), and
+        ``init(seed, s, convention="iid")`` their initialization (every entry N(0, s²/d)).
+        """
+        V.choice("name", name, PRESETS)
+        return cls(d, m, **PRESETS[name])
+
     def check(self, params: Params, name: str = "params") -> Params:
         """Validate ``params`` against this student (shapes, finiteness, fixed b / c)."""
         if not isinstance(params, Params):
@@ -221,16 +257,20 @@ class Student:
         identical on every machine and run).  ``convention="entry"`` draws W_jk ~ N(0, scale²)
         instead (every entry IID of scale s, |w_j| ≈ scale·√d: the seed paper's "small IID
         Gaussian initialization", abstract, line 15); the draws are the same standard normals, so
-        the two conventions differ exactly by the factor √d on W.  The intercept is 0, or -- when ``teacher`` is given
+        the two conventions differ exactly by the factor √d on W.  ``convention="iid"`` draws
+        every scalar entry of a, W and b from N(0, scale²/d) (Kumar (arXiv 2609.39408) §3: "every
+        scalar entry of A_{j,0}, W_{j,0}, B_{j,0} is independently N(0, s²/d)"), again from the
+        same standard normals.  The intercept is 0, or -- when ``teacher`` is given
         and the intercept is trainable -- fitted exactly, c = E[y] − s Σ_j a_j E[σ_j], so that the
         normalized loss starts at ≈ 1 (DESIGN §2).
         """
         seed = V.nonneg_int("seed", seed)
         scale = V.real("scale", scale, positive=True)
         rng = np.random.default_rng(seed)
-        a = rng.standard_normal(self.m) * scale
+        head = init_head_width(convention, scale, self.d)
+        a = rng.standard_normal(self.m) * head
         W = rng.standard_normal((self.m, self.d)) * init_width(convention, scale, self.d)
-        b = rng.standard_normal(self.m) * scale
+        b = rng.standard_normal(self.m) * head
         if not self.bias:
             b = np.zeros(self.m)
         p = Params(a, W, b, 0.0)

@@ -16,6 +16,14 @@ controller's proposal; for ``method = "gd"`` segmentation changes nothing (the f
 t₀ + local t).  The divergence safeguard keeps the bound explode·max(L₀, V_Y) of the run's
 initial loss L₀.
 
+Persistent Armijo runs (``[train] method = "armijo"``) carry their accepted step h from segment
+to segment exactly (``info["h"]``, not clipped to [h_min, h_max]), so they too are unchanged by
+segmentation; their per-update accepted steps and halvings are stored as the arrays ``step``
+and ``backtracks`` (aligned with ``n``; 0 at n = 0).  A schedule with a plateau rule (``[schedule]
+kind`` or ``plateau``: :meth:`popdyn.Schedule.named`) has the rule evaluated at every update
+across segments (the watch is rebuilt from the stored losses on resume), the states at its
+endpoint E and at E + 1 snapshotted, and the rule's prefix stored as ``plateau_event``.
+
 After the last segment the run is summarized: the normalized loss, the δ-prefix plateau
 (``[diagnostics] delta``, default 1e−3) on both clocks and the seed paper's standard prefixes,
 the checkpoints init / P (last diagnostic inside the prefix) / final, and — unless
@@ -47,7 +55,7 @@ import time
 import numpy as np
 
 from ..family import family_of
-from ..config import make_student, teacher_from_table
+from ..config import make_student, schedule_of, teacher_from_table
 from ..diagnostics import recorder
 from ..diagnostics.refit import KINDS
 from ..dynamics import Schedule
@@ -85,7 +93,10 @@ def build(spec: dict):
     p0 = student.init(init["seed"], init["scale"],
                       teacher if init.get("fit_intercept", True) else None, **ikw)
     sc = spec["schedule"]
-    schedule = Schedule(every=int(sc["every"]), early=tuple(int(e) for e in sc["early"]))
+    if "kind" in sc or "plateau" in sc:
+        schedule = schedule_of(sc)
+    else:
+        schedule = Schedule(every=int(sc["every"]), early=tuple(int(e) for e in sc["early"]))
     dg = spec["diagnostics"]
     rec = recorder(teacher.subspace, kinds=tuple(dg["kinds"]), budget=dg["budget"],
                    geometry=bool(dg["geometry"]))
@@ -97,7 +108,7 @@ def _defaults(train: dict) -> dict:
 
     sig = inspect.signature(_train)
     out = {k: p.default for k, p in sig.parameters.items()
-           if p.kind == p.KEYWORD_ONLY and k not in ("schedule", "recorder")}
+           if p.kind == p.KEYWORD_ONLY and k not in ("schedule", "recorder", "plateau_watch")}
     out.update(train)
     return out
 
@@ -137,6 +148,8 @@ class _Acc:
         self.snap_n, self.snap_t = [], []
         self.snaps = {f: [] for f in self.fields}
         self.records = []
+        #: persistent Armijo runs: accepted step and halvings per update (0 at n = 0)
+        self.step, self.backtracks = None, None
         # checkpoint parts written (store.write_checkpoint_part) and the number of updates /
         # snapshots they hold
         self.parts, self.saved_n, self.saved_snap = 0, 0, 0
@@ -146,6 +159,12 @@ class _Acc:
         self.n.extend((tr.n[s:] + n0).tolist())
         self.t.extend((tr.t[s:] + t0).tolist())
         self.loss.extend(tr.loss[s:].tolist())
+        if tr.steps is not None:
+            if self.step is None:
+                self.step, self.backtracks = [], []
+            if first:
+                self.step.append(0.0); self.backtracks.append(0)
+            self.step.extend(tr.steps.tolist()); self.backtracks.extend(tr.backtracks.tolist())
         ss = 0 if first else 1
         for i in range(ss, len(tr.snap_n)):
             self.snap_n.append(int(tr.snap_n[i] + n0))
@@ -163,6 +182,9 @@ class _Acc:
                "loss": np.array(self.loss[i:], dtype=np.float64),
                "snap_n": np.array(self.snap_n[j:], dtype=np.int64),
                "snap_t": np.array(self.snap_t[j:], dtype=np.float64)}
+        if self.step is not None:
+            out["step"] = np.array(self.step[i:], dtype=np.float64)
+            out["backtracks"] = np.array(self.backtracks[i:], dtype=np.int64)
         for f in self.fields:
             shape = (-1,) + tuple(self.shapes.get(f, ()))
             out[f] = np.array(self.snaps[f][j:], dtype=np.float64).reshape(shape)
@@ -182,6 +204,8 @@ class _Acc:
         acc = cls(fields, shapes)
         acc.n = arrs["n"].tolist(); acc.t = arrs["t"].tolist(); acc.loss = arrs["loss"].tolist()
         acc.snap_n = arrs["snap_n"].tolist(); acc.snap_t = arrs["snap_t"].tolist()
+        if "step" in arrs:
+            acc.step, acc.backtracks = arrs["step"].tolist(), arrs["backtracks"].tolist()
         for f in acc.fields:
             acc.snaps[f] = arrs[f].tolist() if f == "c" else list(arrs[f])
         acc.records = records
@@ -251,6 +275,8 @@ def _run_one(spec, store_root, _stop_after_segments):
     max_time = float(kw["max_time"])
     fields = param_fields(student)
     shapes = student.family.shapes()
+    armijo = kw["method"] == "armijo"
+    rule = schedule.plateau
     ck = store.checkpoint(key)
     if ck is not None and any(f"p_{k}" not in ck[0] for k in fields):
         ck = None                    # not this student family's checkpoint: start over
@@ -268,16 +294,29 @@ def _run_one(spec, store_root, _stop_after_segments):
         n0, t0, h0 = int(meta["n0"]), float(meta["t0"]), float(meta["h0"])
         L0, forced, ngrad, seg = float(meta["L0"]), int(meta["forced"]), int(meta["ngrad"]), int(meta["seg"])
         status = None
+    watch, failure = None, None
+    if rule is not None:
+        # the rule at every update so far (resumed: rebuilt from the stored losses, the values
+        # train fed it): units as in popdyn.train
+        scale = (lambda L: 2.0 * L) if rule.units == "mse" else (lambda L: 2.0 * L / VY)
+        watch = rule.watch().feed_all(scale(L) for L in acc.loss)
     while True:
         if n0 >= max_updates or t0 >= max_time:
             status = "horizon"
             break
-        early = tuple(e - n0 for e in schedule.early if n0 < e <= n0 + K)
-        local = Schedule(every=every, early=early)
+        if schedule.dense or rule is not None:
+            local = Schedule(every=every, early=schedule.early, dense=schedule.dense,
+                             plateau=rule, offset=n0)
+        else:
+            early = tuple(e - n0 for e in schedule.early if n0 < e <= n0 + K)
+            local = Schedule(every=every, early=early)
         skw = dict(kw)
         skw["max_updates"] = min(K, max_updates - n0)
         skw["max_time"] = max_time - t0 if math.isfinite(max_time) else math.inf
-        skw["h0"] = min(max(h0, kw["h_min"]), kw["h_max"])
+        # the persistent Armijo step continues exactly; the flow's is clipped to its bounds
+        skw["h0"] = h0 if armijo else min(max(h0, kw["h_min"]), kw["h_max"])
+        if watch is not None:
+            skw["plateau_watch"] = watch
         if L0 is not None:
             # keep the run's divergence bound explode·max(L0, V_Y) across segments
             Lk = float(acc.loss[-1])
@@ -291,7 +330,9 @@ def _run_one(spec, store_root, _stop_after_segments):
         forced += int(tr.info["forced_steps"])
         ngrad += int(tr.info["grad_evals"])
         seg += 1
-        if tr.n[-1] >= 1:
+        if armijo:
+            h0, failure = float(tr.info["h"]), tr.info["failure"]
+        elif tr.n[-1] >= 1:
             h0 = float(tr.t[-1] - tr.t[-2])
         p = tr.final
         n0 = int(acc.n[-1])
@@ -312,12 +353,32 @@ def _run_one(spec, store_root, _stop_after_segments):
                     "wall": time.perf_counter() - wall0}
     arrays = acc.arrays(student.m, student.d)
     record = summarize(spec, student, teacher, arrays, acc.records, status)
+    if rule is not None:
+        ell = 2.0 * arrays["loss"] if rule.units == "mse" else 2.0 * arrays["loss"] / VY
+        pe = rule.apply(ell, n=arrays["n"], t=arrays["t"])
+        sn = arrays["snap_n"]
+        record["plateau_event"] = {
+            **rule.to_dict(), "end_n": pe.end_n, "end_t": pe.end_t, "release_n": pe.release_n,
+            "release_t": pe.release_t, "censored": pe.censored,
+            # the snapshot index of E and of E + 1 (None when not snapshotted)
+            "E_index": _index(sn, pe.end_n), "E1_index": _index(sn, pe.release_n)}
+    if armijo:
+        record["armijo"] = {"h": h0, "backtracks": int(np.sum(arrays["backtracks"])),
+                            "failure": failure}
     record["info"] = {"grad_evals": ngrad, "forced_steps": forced, "segments": seg,
                       "segment_updates": K, "resumed": resumed,
                       "wall_time": time.perf_counter() - wall0}
     store.write_run(key, record, arrays)
     return {"key": key, "status": status, "skipped": False, "resumed": resumed,
             "wall": time.perf_counter() - wall0}
+
+
+def _index(sn, n):
+    """The index of update ``n`` among the snapshots ``sn`` (None if absent or n is None)."""
+    if n is None or n < 0:
+        return None
+    i = int(np.searchsorted(sn, n))
+    return i if i < len(sn) and int(sn[i]) == n else None
 
 
 # ---------------------------------------------------------------------------- summary

@@ -145,3 +145,98 @@ def test_stepper_template_owns_n_t_status_and_counters():
     assert np.array(run.ts).tobytes() == tr.t.tobytes()
     assert run.grad_evals == tr.info["grad_evals"] == 13 and run.t == tr.t[-1]
     assert list(run.rec.arrays()[0]) == list(tr.snap_n) == [0, 1, 2, 5, 10, 12]
+
+
+# ---------------------------------------------------------------------------- named schedules
+from hypothesis import given, strategies as st  # noqa: E402
+
+from popdyn.dynamics import Schedule  # noqa: E402
+from popdyn.plateau import BASELINE_RULE  # noqa: E402
+
+
+@given(st.integers(0, 5000), st.integers(1, 300),
+       st.lists(st.integers(0, 400), max_size=6).map(tuple))
+def test_next_after_is_the_old_rule(n, every, early):
+    """Schedules without the new fields advance exactly as before (gd / flow runs unchanged)."""
+    sch = Schedule(every=every, early=early)
+    assert sch.next_after(n) == min([(n // every + 1) * every] + [e for e in early if e > n])
+    assert (n in sch) == (n == 0 or n % every == 0 or n in early)
+
+
+def test_a2_schedule_is_the_papers_grid():
+    """App. A.2: every 10 updates through 1,000, every 50 through 3,000, every 100 after."""
+    sch = Schedule.named("a2")
+    want = set(range(0, 1001, 10)) | set(range(1000, 3001, 50)) | set(range(3000, 6001, 100))
+    assert {n for n in range(6001) if n in sch} == want
+    got, n = [0], 0
+    while n < 6000:
+        n = sch.next_after(n)
+        got.append(n)
+    assert got == sorted(want)
+    assert sch.plateau == BASELINE_RULE == Schedule.named("baseline").plateau
+    assert {n for n in range(1000) if n in Schedule.named("baseline")} == set(range(0, 1000, 100))
+    # a schedule continued from update 990 (a sweep's segment) keeps the global grid
+    off = Schedule(every=100, early=(), dense=((1000, 10), (3000, 50)), offset=990)
+    assert [k for k in range(1, 200) if k in off] == [k - 990 for k in range(991, 1190)
+                                                      if k in sch]
+    with pytest.raises(ValueError, match="`kind` must be one of \\['a2', 'baseline'\\]"):
+        Schedule.named("A.2")
+
+
+@pytest.fixture(scope="module")
+def released():
+    st_ = popdyn.Student.preset("paper_relu", 4, 5)
+    T = popdyn.Teacher.additive("h2", np.eye(4)[:2], kappa=[2 ** -0.5, 2 ** -0.5])
+    return st_, st_.init(3, 0.1, convention="iid"), T
+
+
+@pytest.mark.parametrize("method", ["armijo", "gd"])
+def test_baseline_schedule_snapshots_the_exact_endpoint(released, method):
+    """The band rule is checked at every update during training; the snapshots at E and E + 1
+    are the states of those updates (bit for bit those of an every-update run), the diagnostics
+    there get the moments of those states, and E is the rule's endpoint on the loss record."""
+    from popdyn._moments import moments
+
+    s, p, T = released
+    seen = []
+
+    def rec(student, params, teacher, *, n, t, loss, moments=None):
+        seen.append((n, loss, moments))
+        return {"n": n}
+    rec.takes_moments = True
+
+    kw = dict(method=method, h0=0.5, lr=0.5, max_updates=300)
+    tr = popdyn.train(s, p, T, schedule=Schedule.named("baseline"), recorder=rec, **kw)
+    ref = popdyn.train(s, p, T, schedule=Schedule(every=1, early=()), **kw)
+    E = BASELINE_RULE.apply(ref.mse).end
+    assert 0 < E < 299 and tr.plateau.end == E and not tr.plateau.censored
+    assert tr.info["plateau"]["end"] == E
+    assert list(tr.snap_n) == [0, E, E + 1, 100, 200, 300]
+    for i, n in enumerate(tr.snap_n):
+        assert tr.snapshot(i).flat().tolist() == ref.snapshot(n).flat().tolist()
+    assert tr.loss.tolist() == ref.loss.tolist()
+    assert [n for n, _, _ in seen] == list(tr.snap_n)
+    for n, L, M in seen:                 # the fused step's moments belong to the state at n
+        q = ref.snapshot(n)
+        assert L == ref.loss[n] and M is not None
+        np.testing.assert_allclose(M.C, moments(s, q, T, need="values").C, rtol=1e-13)
+    # a censored run: no event snapshots
+    short = popdyn.train(s, p, T, schedule=Schedule.named("baseline"), **{**kw, "max_updates": E})
+    assert short.plateau.censored and list(short.snap_n) == [0, E]
+
+
+def test_plateau_watch_continues_across_runs(released):
+    """A run split in two with the watch carried over snapshots the same endpoint."""
+    s, p, T = released
+    kw = dict(method="armijo", h0=0.5)
+    one = popdyn.train(s, p, T, max_updates=60, schedule=Schedule.named("baseline"), **kw)
+    E = one.plateau.end
+    w = BASELINE_RULE.watch()
+    a = popdyn.train(s, p, T, max_updates=E - 3, schedule=Schedule.named("baseline"),
+                     plateau_watch=w, **kw)
+    b = popdyn.train(s, a.final, T, max_updates=60 - (E - 3), plateau_watch=w,
+                     schedule=Schedule(every=100, early=(), plateau=BASELINE_RULE,
+                                       offset=E - 3), h0=a.info["h"], method="armijo")
+    assert w.end == E and b.plateau is None and b.info["plateau"]["end"] == E
+    assert [n + E - 3 for n in b.snap_n] == [E - 3, E, E + 1, 60]
+    assert b.snapshot(1).flat().tolist() == one.snapshot(1).flat().tolist()
