@@ -52,7 +52,7 @@ def test_init_entry_convention_scales_the_first_layer_by_sqrt_d():
 @pytest.mark.parametrize("make", [lambda: popdyn.Student(d=3, m=2),
                                   lambda: popdyn.SwiGLUStudent(d=3, m=2)])
 def test_init_convention_rejects_unknown_values(make):
-    with pytest.raises(ValueError, match=r"`convention` must be one of \[.entry., .norm.\]"):
+    with pytest.raises(ValueError, match=r"`convention` must be one of \[.entry., .iid., .norm.\]"):
         make().init(0, 0.1, convention="rows")
 
 
@@ -74,7 +74,7 @@ def test_config_convention_validated_and_absent_from_the_spec_by_default():
     assert "convention" not in runs[0]["init"]           # stored run keys unchanged
     runs = C.expand(C.loads(_CFG + 'convention = "entry"\n'))
     assert runs[0]["init"]["convention"] == "entry"
-    with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry'\]"):
+    with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry', 'iid'\]"):
         C.expand(C.loads(_CFG + 'convention = "entri"\n'))
 
 
