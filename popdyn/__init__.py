@@ -18,7 +18,7 @@ from .plateau import Plateau, plateau, shared_prefix
 from .swiglu import SwiGLUParams, SwiGLUStudent
 from .teachers import Teacher
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 __all__ = [
     "ACTIVATIONS", "AccuracyWarning", "Params", "agop", "alignment", "refit_risk", "Plateau", "Schedule", "Student", "SwiGLUParams", "SwiGLUStudent", "Teacher", "Trajectory",
