@@ -2,6 +2,8 @@
 
 * :func:`agop` — the average gradient outer product M = s²Wᵀ(aaᵀ∘B)W;
 * :func:`alignment` — A_top, A_min, A_mean and the eigengap of M against a teacher subspace;
+  the paper's resolution rule and [0, 1] intervals of unresolved scores (:func:`paper_resolved`,
+  :func:`interval_mean`, :func:`gain_interval`), and A_sub (:func:`a_sub`);
 * :func:`refit_risk` — frozen-feature refit risks (unrestricted, same-budget, bounded, projected);
 * :func:`bounded_refit`, :func:`refit_gain` — the bounded normalized-feature refit of Kumar
   (arXiv 2609.39408), eq. (6), with its lower/upper values, and the conservative gain;
@@ -14,7 +16,8 @@
 """
 from .agop import agop, agop_from_moments
 from .budget import coefficient_form, fixed_ball_refits
-from .alignment import Alignment, alignment
+from .alignment import (Alignment, a_sub, alignment, gain_interval, interval_mean, paper_resolved,
+                        score_interval)
 from .gates import GateGeometry, gate_geometry
 from .geometry import (NeuronGeometry, angle_histogram, importance, neuron_geometry,
                        snap_to_axes, teacher_frame)
@@ -29,5 +32,6 @@ __all__ = [
     "importance", "neuron_geometry", "recorder", "refit_problem", "refit_risk", "series",
     "snap_to_axes", "solve_ball", "solve_cutoff", "teacher_frame",
     "BoundedProblem", "BoundedRefit", "bounded_problem", "bounded_refit", "default_caps",
-    "refit_gain", "solve_bounded",
+    "refit_gain", "solve_bounded", "a_sub", "gain_interval", "interval_mean", "paper_resolved",
+    "score_interval",
 ]
