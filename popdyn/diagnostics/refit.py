@@ -766,11 +766,11 @@ def solve_bounded(prob: BoundedProblem, *, tol: float = 1e-11, max_iter: int = 2
     # zero rows of H leave (u − v)ᵀH(u − v) to the active block: its λ_min is the one needed
     lb = bounded_lower(prob, v, lam_min, lam_abs)
     upper = prob.risk(v)
-    lower = min(lb["lower"], upper)
+    lower = min(float(lb["lower"]), upper)
     return BoundedRefit(upper=upper, lower=lower, head=v, status=status, l2_cap=a, l1_cap=b,
                         second_moment=prob.second_moment, lambda_min=lam_min,
-                        support=lb["support"], eig_allowance=lb["eig_allowance"],
-                        arith_allowance=lb["arith_allowance"], iterations=iters)
+                        support=float(lb["support"]), eig_allowance=float(lb["eig_allowance"]),
+                        arith_allowance=float(lb["arith_allowance"]), iterations=iters)
 
 
 def bounded_refit(student, params, teacher, *, l2_cap=None, l1_cap=None, rtol: float = 1e-10,

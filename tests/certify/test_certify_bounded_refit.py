@@ -138,7 +138,19 @@ def test_paper_sized_bracket_is_tight(caps):
     assert g == r0.risk.lo - res.risk.hi - 1e-5 and g > 0.5
 
 
-def test_not_covered():
+def test_tabulated_link_is_numerical():
+    """A tabulated link (tanh) makes the moments numerical: the bracket says so."""
+    d, m = 3, 3
+    T = popdyn.Teacher.additive("tanh", np.eye(d)[:2])
+    S = popdyn.Student(d=d, m=m)
+    p = S.init(2, 1.0, T)
+    res = certify.bounded_refit(S, p, T)
+    assert res.provenance == "numerical" and res.risk.provenance == "numerical"
+    fr = float_refit(S, p, T)
+    assert res.risk.lo - 1e-10 <= fr.upper <= res.risk.hi + 1e-10
+
+
+def test_bad_input():
     S, p, T = _paper_state()
     Ss = popdyn.Student(d=16, m=32, activation="tanh")
     with pytest.raises(ValueError, match="relu or leaky_relu"):

@@ -262,3 +262,28 @@ def test_bad_input():
         bounded_refit(Ss, p, T)
     with pytest.raises(ValueError, match="max_iter"):
         solve_bounded(bounded_problem(S, p, T), max_iter=0)
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 10 ** 6), st.floats(1e-8, 1e-2))
+def test_negative_eigenvalue_allowance(seed, shift):
+    """An indefinite H (moments with quadrature asymmetry / rounding): R is not convex, the lower
+    value subtracts |λ_min|(a + ‖v̂‖)² and stays below R at every sampled feasible point and at
+    the minimizer of R over K found by SLSQP from many starts."""
+    rng = np.random.default_rng(seed)
+    m = 5
+    X = rng.standard_normal((m + 2, m))
+    y = X @ rng.standard_normal(m) + rng.standard_normal(m + 2)
+    H0 = X.T @ X / (m + 2)
+    lam = np.linalg.eigvalsh(H0)
+    H = H0 - (lam[0] + shift * lam[-1]) * np.eye(m)          # λ_min(H) = −shift·λ_max(H0)
+    prob = BoundedProblem.from_arrays(H, X.T @ y / (m + 2), y @ y / (m + 2), l2_cap=1.0,
+                                      l1_cap=1.5)
+    r = solve_bounded(prob)
+    assert r.lambda_min < 0 and r.eig_allowance > 0
+    assert r.lower <= r.upper
+    for _ in range(300):
+        v = rng.standard_normal(m)
+        v *= min(1.0 / np.linalg.norm(v), 1.5 / np.abs(v).sum()) * rng.uniform(0, 1) ** 0.1
+        assert r.lower <= prob.risk(v)
+    assert r.lower <= _slsqp(prob, starts=8, seed=seed) + 1e-12
