@@ -23,7 +23,6 @@ The bracket is ``rigorous`` when the moments are (``numerical`` when a tabulated
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

@@ -451,7 +451,8 @@ class BoundedProblem:
         E[y²] (1 for the paper's teachers, which is why it writes 1 − 2cᵀv + vᵀHv).
     l2_cap, l1_cap : float
     norms : ndarray (m,)
-        √(‖W_j‖² + B_j²) (0 for a zero row).
+        √(‖W_j‖² + B_j²) (0 for a zero row; ones for :meth:`from_arrays`, whose moments are
+        taken as given).
     """
 
     H: np.ndarray
