@@ -7,6 +7,8 @@ Public API (DESIGN §6; issue 2):
 * :func:`loss` -- the population loss (and gradient) at a state;
 * :func:`alignment` -- AGOP alignment A_top, A_min, A_mean with a certified eigengap;
 * :func:`refit_risk` -- frozen-feature refit risk, feasible upper and Lagrangian-dual lower;
+* :func:`bounded_refit` -- the bounded normalized-feature refit of Kumar (arXiv 2609.39408),
+  eq. (6): feasible upper and support-function lower bound;
 * :func:`timescale`, :func:`scaling_exponent` -- crossing-time and exponent brackets
   (numerical: step refinement);
 * :func:`critical_point` -- a certified critical point (strict local minimum / saddle) of the
@@ -17,6 +19,7 @@ Backend: python-flint (Arb ball arithmetic); every function takes a keyword-only
 (bits).  Float64 inputs mean their exact binary values.
 """
 from .alignment import AlignmentBracket, alignment
+from .bounded_refit import BoundedRefitBracket, bounded_refit
 from .bracket import Bracket, BracketArray
 from .critical import CriticalPoint, critical_point
 from .errors import CertificationError, Undecided
@@ -29,8 +32,8 @@ from . import swiglu_gated as _swiglu_gated  # noqa: F401  (SwiGLU vs gated teac
 from .timescale import ExponentBracket, TimescaleBracket, scaling_exponent, timescale
 
 __all__ = [
-    "AlignmentBracket", "Bracket", "BracketArray", "CertificationError", "CriticalPoint", "ExponentBracket",
-    "LossBracket", "RefitBracket", "TimescaleBracket", "Undecided", "alignment", "critical_point",
+    "AlignmentBracket", "BoundedRefitBracket", "Bracket", "BracketArray", "CertificationError", "CriticalPoint", "ExponentBracket",
+    "LossBracket", "RefitBracket", "TimescaleBracket", "Undecided", "alignment", "bounded_refit", "critical_point",
     "loss",
     "refit_risk", "scaling_exponent", "timescale",
 ]

@@ -9,9 +9,17 @@ v_1, …, v_r) and the principal cosines σ_1 ≥ … ≥ σ_r of U V_rᵀ (U: r
     gap    = λ_r − λ_{r+1}              the top-r eigenspace is defined only if gap > 0
 
 At r = 1, A_top = A_min = A_mean.
+
+Resolution rule of Kumar (arXiv 2609.39408), App. A ("Full AGOP and unresolved spectra"): a
+rank-r score is reported only when λ_r/λ_1 > 1e−9 and (λ_r − λ_{r+1})/λ_1 > 1e−9
+(:attr:`Alignment.spectrum_resolved`); an unresolved A_min or A_mean enters averages as the
+interval [0, 1] (:attr:`Alignment.a_min_interval`, :func:`interval_mean`, :func:`gain_interval`),
+never as 0 and never dropped.  The hidden-weight energy fraction A_sub (:func:`a_sub`) is a
+separate statistic.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +71,23 @@ class Alignment:
     eigenvectors: np.ndarray
     r: int
     d: int
+
+    @property
+    def spectrum_resolved(self) -> bool:
+        """The paper's resolution rule (Kumar, arXiv 2609.39408, App. A): λ_r/λ_1 > 1e−9 and
+        (λ_r − λ_{r+1})/λ_1 > 1e−9 (λ_{d+1} := 0 when r = d; False when λ_1 ≤ 0).  Independent of
+        ``resolved`` (the tie rule of the eigengap)."""
+        return paper_resolved(self.eigenvalues, self.r)
+
+    @property
+    def a_min_interval(self) -> tuple[float, float]:
+        """(A_min, A_min) when :attr:`spectrum_resolved`, else (0.0, 1.0)."""
+        return score_interval(self.a_min, self.spectrum_resolved)
+
+    @property
+    def a_mean_interval(self) -> tuple[float, float]:
+        """(A_mean, A_mean) when :attr:`spectrum_resolved`, else (0.0, 1.0)."""
+        return score_interval(self.a_mean, self.spectrum_resolved)
 
     @property
     def isotropic(self) -> float:
@@ -163,3 +188,116 @@ def _alignment(M: np.ndarray, U: np.ndarray) -> Alignment:
     else:
         gap_raw = gap = float("inf")
     return Alignment(a_top, a_min, a_mean, gap, gap_raw, tie_tol, gap > 0, lam, cos, Vr, r, d)
+
+
+# ---------------------------------------------------------------------------- resolution rule
+#: the relative thresholds of the resolution rule (paper App. A)
+RESOLUTION_TOL = 1e-9
+
+
+def paper_resolved(eigenvalues, r: int, tol: float = RESOLUTION_TOL) -> bool:
+    """Whether a rank-``r`` AGOP score is resolved under the rule of Kumar (arXiv 2609.39408),
+    App. A: λ_r/λ_1 > tol and (λ_r − λ_{r+1})/λ_1 > tol.
+
+    Parameters
+    ----------
+    eigenvalues : array_like (d,)
+        The spectrum in any order (sorted descending here).
+    r : int
+        Teacher rank, 1 ≤ r ≤ d.  For r = d, λ_{d+1} := 0 (the gap condition is then the first
+        one: the top-d space must not contain a null direction).
+    tol : float
+        The threshold (default 1e−9).
+
+    Returns
+    -------
+    bool
+        False whenever λ_1 ≤ 0 (a zero AGOP has no leading space).
+    """
+    lam = np.sort(V.array("eigenvalues", eigenvalues, (None,)))[::-1]
+    d = lam.shape[0]
+    r = V.positive_int("r", r)
+    if r > d:
+        raise ValueError(f"`r` must be at most d = {d} (the number of eigenvalues), got {r}")
+    tol = V.real("tol", tol, positive=True)
+    l1 = float(lam[0])
+    if not l1 > 0:
+        return False
+    lr = float(lam[r - 1])
+    lnext = float(lam[r]) if r < d else 0.0
+    return bool(lr / l1 > tol and (lr - lnext) / l1 > tol)
+
+
+def score_interval(value, resolved: bool) -> tuple[float, float]:
+    """The interval a score enters averages with: (value, value) if ``resolved``, else the
+    possible range (0.0, 1.0) (paper App. A: never 0, never dropped)."""
+    if not isinstance(resolved, (bool, np.bool_)):
+        raise TypeError(f"`resolved` must be a bool, got {resolved!r}")
+    if not resolved:
+        return (0.0, 1.0)
+    v = V.real("value", value)
+    return (v, v)
+
+
+def _as_interval(x, name):
+    """A score as (lo, hi): a real number is a point, None an unresolved score (0, 1)."""
+    if x is None:
+        return (0.0, 1.0)
+    if isinstance(x, (tuple, list, np.ndarray)) and len(x) == 2:
+        lo, hi = V.real(f"{name}[0]", x[0]), V.real(f"{name}[1]", x[1])
+        if not lo <= hi:
+            raise ValueError(f"`{name}` must be an interval (lo, hi) with lo <= hi, got {tuple(x)!r}")
+        return (lo, hi)
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be a score, an interval (lo, hi) or None, got {x!r}")
+    v = V.real(name, x)
+    return (v, v)
+
+
+def interval_mean(scores) -> tuple[float, float]:
+    """Average possibly-unresolved scores: (mean of the lower ends, mean of the upper ends).
+
+    Each item is a number (a resolved score), an interval (lo, hi) (e.g.
+    :attr:`Alignment.a_min_interval`) or None (an unresolved score: (0, 1)).  Every item has the
+    same weight (paper App. A: an unresolved score contributes its possible interval; the
+    denominator keeps every seed).
+    """
+    items = list(scores)
+    if not items:
+        raise ValueError("`scores` must contain at least one score")
+    iv = [_as_interval(x, f"scores[{i}]") for i, x in enumerate(items)]
+    return (math.fsum(lo for lo, _ in iv) / len(iv), math.fsum(hi for _, hi in iv) / len(iv))
+
+
+def gain_interval(later, initial) -> tuple[float, float]:
+    """ΔA = A(E) − A(0) as an interval: (lo_E − hi_0, hi_E − lo_0) (paper Table 1: unresolved
+    AGOPs contribute [0, 1] before the gain difference is taken).  Arguments as the items of
+    :func:`interval_mean`."""
+    lo_e, hi_e = _as_interval(later, "later")
+    lo_0, hi_0 = _as_interval(initial, "initial")
+    return (lo_e - hi_0, hi_e - lo_0)
+
+
+def a_sub(W, U) -> float:
+    """The hidden-weight energy fraction A_sub = Σ_j‖P_U W_j‖² / Σ_j‖W_j‖² (Kumar, arXiv
+    2609.39408, App. A), P_U the orthogonal projector on span U.
+
+    Parameters
+    ----------
+    W : array_like (m, d)
+        First-layer rows W_j (biases excluded).
+    U : array_like (r, d) or Teacher
+        Orthonormal rows spanning the teacher subspace.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when every row is zero (undefined, as in the paper).
+    """
+    W = V.array("W", W, (None, None))
+    U = check_subspace(U, W.shape[1])
+    den = float(np.sum(W * W))
+    if den == 0.0:
+        return float("nan")
+    P = W @ U.T                                  # (m, r): coordinates in span U
+    return float(min(1.0, np.sum(P * P) / den))

@@ -36,6 +36,10 @@ the ball if rounding pushes it out, and checked.  The lower value is the Lagrang
 D(μ) = V − cᵀ(Λ + μ)⁻¹c − μB² at the solver's μ, kept apart from the attained (feasible,
 upper) risk of the returned head.
 
+The bounded refit of Kumar (arXiv 2609.39408), eq. (6) and App. A, is a separate diagnostic
+(:func:`bounded_refit`, :func:`solve_bounded`): normalized features, no intercept, an l2 and an l1
+cap on the coefficients; see :func:`bounded_refit`.
+
 Numerical notes.  G is formed from the engine's uncentered moments, so a centered variance
 G_jj = s²(C_jj − μ_j²) is known only to an absolute error of a few ε·s²C_jj: features with
 G_jj ≤ 32ε·s²C_jj are treated as constant (dropped: zero row in G, zero head weight; a neuron
@@ -57,6 +61,7 @@ bounded-head refit (Figure 2), projected-feature refit (Figure 1 row four), equi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -418,3 +423,418 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
     return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate), params=params)
+
+
+# ---------------------------------------------------------------------------- bounded refit
+#: the caps of Kumar (arXiv 2609.39408), eq. (6): ‖v‖₂ ≤ L2_CAP/J_α, ‖v‖₁ ≤ L1_CAP·√r/J_α
+L2_CAP = 32.0
+L1_CAP = 64.0
+#: the margin of the conservative refit gain Δ̂ = R̲₀ − R̄_n − 1e−5 (paper App. A)
+GAIN_MARGIN = 1e-5
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedProblem:
+    """The quadratic of the bounded refit, eq. (6) of Kumar (arXiv 2609.39408):
+
+        R(v) = E[y²] − 2cᵀv + vᵀHv,   H = E[φφᵀ],  c = E[yφ],
+        φ_j = σ_α(W_jᵀx + B_j)/√(‖W_j‖² + B_j²)   (φ_j = 0 for a zero row),
+
+    minimized over K = {‖v‖₂ ≤ l2_cap, ‖v‖₁ ≤ l1_cap}.
+
+    Attributes
+    ----------
+    H : ndarray (m, m)
+        The symmetrized Gram matrix of the normalized features.
+    c : ndarray (m,)
+    second_moment : float
+        E[y²] (1 for the paper's teachers, which is why it writes 1 − 2cᵀv + vᵀHv).
+    l2_cap, l1_cap : float
+    norms : ndarray (m,)
+        √(‖W_j‖² + B_j²) (0 for a zero row; ones for :meth:`from_arrays`, whose moments are
+        taken as given).
+    """
+
+    H: np.ndarray
+    c: np.ndarray
+    second_moment: float
+    l2_cap: float
+    l1_cap: float
+    norms: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return self.c.shape[0]
+
+    def risk(self, v) -> float:
+        """R(v) = E[y²] − 2cᵀv + vᵀHv in float64."""
+        v = np.asarray(v, dtype=np.float64)
+        return float(self.second_moment - 2.0 * (self.c @ v) + v @ (self.H @ v))
+
+    @classmethod
+    def from_arrays(cls, H, c, second_moment, *, l2_cap=L2_CAP, l1_cap=L1_CAP * math.sqrt(2)):
+        """A problem from given moments (H is symmetrized; no feature is normalized here)."""
+        H = V.array("H", H, (None, None))
+        m = H.shape[0]
+        if H.shape != (m, m):
+            raise ValueError(f"`H` must be square, got shape {H.shape}")
+        c = V.array("c", c, (m,))
+        second_moment = V.real("second_moment", second_moment, positive=True)
+        l2_cap = V.real("l2_cap", l2_cap, positive=True)
+        l1_cap = V.real("l1_cap", l1_cap, positive=True)
+        return cls(0.5 * (H + H.T), c, float(second_moment), float(l2_cap), float(l1_cap),
+                   np.ones(m))
+
+
+@dataclass(frozen=True)
+class BoundedRefit:
+    """Result of the bounded refit of eq. (6) (Kumar, arXiv 2609.39408, App. A).
+
+    Attributes
+    ----------
+    upper : float
+        R̄ = R(v̂) of the exactly feasible point v̂, evaluated in float64 from H, c, E[y²].
+    lower : float
+        R̲, the first-order support-function lower value (:func:`solve_bounded`).
+    head : ndarray (m,)
+        v̂ with ‖v̂‖₂ ≤ l2_cap and ‖v̂‖₁ ≤ l1_cap checked in exact rational arithmetic.
+    status : str
+        Clarabel's status (``solved``, ``almost_solved``, ``max_iterations``, …), or
+        ``trivial`` when H = 0 and c = 0 (every v gives R = E[y²]).
+    l2_cap, l1_cap : float
+    second_moment : float
+        E[y²].
+    lambda_min : float
+        Smallest eigenvalue of the symmetrized H (float64).
+    support : float
+        The bound on the support term max_{v∈K} (−g)ᵀv used (g = ∇R(v̂)).
+    eig_allowance, arith_allowance : float
+        The negative-eigenvalue and float-arithmetic allowances subtracted from the lower value.
+    iterations : int
+        Clarabel's iteration count.
+    """
+
+    upper: float
+    lower: float
+    head: np.ndarray
+    status: str
+    l2_cap: float
+    l1_cap: float
+    second_moment: float
+    lambda_min: float
+    support: float
+    eig_allowance: float
+    arith_allowance: float
+    iterations: int = 0
+
+    @property
+    def risk(self) -> float:
+        """The attained (feasible, upper) risk R̄."""
+        return self.upper
+
+    @property
+    def gap(self) -> float:
+        """R̄ − R̲ (≥ 0)."""
+        return self.upper - self.lower
+
+    def as_dict(self, prefix: str = "bounded") -> dict:
+        """Flat record: lower and upper risks, status and the caps."""
+        return {f"{prefix}_lower": self.lower, f"{prefix}_upper": self.upper,
+                f"{prefix}_status": self.status, f"{prefix}_l2_cap": self.l2_cap,
+                f"{prefix}_l1_cap": self.l1_cap}
+
+
+def default_caps(student, teacher) -> tuple[float, float]:
+    """(32/J_α, 64√r/J_α) of eq. (6): J_α = 1 − α for the leaky slope α (1 for relu), r the
+    teacher rank (rows of ``teacher.subspace``)."""
+    J = 1.0 - float(student.act.negative_slope) if student.act.name == "leaky_relu" else 1.0
+    r = int(np.asarray(teacher.subspace).shape[0])
+    return L2_CAP / J, L1_CAP * math.sqrt(r) / J
+
+
+def _check_caps(student, teacher, l2_cap, l1_cap):
+    d2, d1 = default_caps(student, teacher)
+    l2 = d2 if l2_cap is None else V.real("l2_cap", l2_cap, positive=True)
+    l1 = d1 if l1_cap is None else V.real("l1_cap", l1_cap, positive=True)
+    return float(l2), float(l1)
+
+
+def check_bounded_student(student) -> None:
+    """The bounded refit is defined for the paper's σ_α students: the ridge family with a relu or
+    leaky_relu activation (one clear error otherwise)."""
+    fam = family_of(student)
+    if fam.name != "ridge" or student.act.name not in ("relu", "leaky_relu"):
+        raise ValueError("the bounded refit of eq. (6) needs a relu or leaky_relu student of the "
+                         f"ridge family (no skip), got {fam.label} students with activation "
+                         f"{getattr(student, 'activation', None)!r}")
+
+
+def feature_norms(params) -> np.ndarray:
+    """√(‖W_j‖² + B_j²) of every neuron (the normalization of eq. (6))."""
+    return np.sqrt(np.sum(params.W * params.W, axis=1) + params.b * params.b)
+
+
+def bounded_problem(student, params, teacher, *, l2_cap=None, l1_cap=None,
+                    rtol: float = 1e-10) -> BoundedProblem:
+    """The quadratic (H, c, E[y²]) of eq. (6) from the population moments of ``student``.
+
+    H_ij = E[σ_iσ_j]/(n_i n_j) and c_i = E[σ_i y]/n_i with n_i = √(‖W_i‖² + B_i²) from the
+    engine's moments C = E[σ_iσ_j] and Ct·v = E[σ_i y]; a zero row (n_i = 0) gives a zero
+    feature.  The output scale, the heads and the intercept do not enter.
+    """
+    check_bounded_student(student)
+    fam = family_of(student)
+    fam.check(params, teacher)
+    l2, l1 = _check_caps(student, teacher, l2_cap, l1_cap)
+    rtol = V.real("rtol", rtol, positive=True)
+    M = fam.moments(params, teacher, need="loss", tol=rtol)
+    n = feature_norms(params)
+    inv = np.zeros_like(n)
+    inv[n > 0] = 1.0 / n[n > 0]
+    C = np.asarray(M.C, dtype=np.float64)
+    H = inv[:, None] * C * inv[None, :]
+    H = 0.5 * (H + H.T)
+    c = inv * (np.asarray(M.Ct, dtype=np.float64) @ np.asarray(teacher.weights, dtype=np.float64))
+    return BoundedProblem(H, c, float(teacher.second_moment), l2, l1, n)
+
+
+def _fractions_feasible(v: np.ndarray, l2_cap, l1_cap) -> bool:
+    """‖v‖₂ ≤ l2_cap and ‖v‖₁ ≤ l1_cap in exact rational arithmetic (floats are dyadic)."""
+    from fractions import Fraction
+
+    q = [Fraction(float(x)) for x in v]
+    a, b = Fraction(l2_cap), Fraction(l1_cap)
+    return sum(x * x for x in q) <= a * a and sum(abs(x) for x in q) <= b
+
+
+def make_feasible(v: np.ndarray, l2_cap, l1_cap) -> np.ndarray:
+    """``v`` scaled into K = {‖v‖₂ ≤ l2_cap, ‖v‖₁ ≤ l1_cap} so that membership holds exactly
+    (checked in rational arithmetic; ``l2_cap`` / ``l1_cap`` are the exact float values)."""
+    v = np.where(np.isfinite(v), v, 0.0)
+    n2, n1 = _norm(v), float(np.sum(np.abs(v)))
+    f = min(1.0, l2_cap / n2 if n2 > 0 else 1.0, l1_cap / n1 if n1 > 0 else 1.0)
+    v = v * f
+    k = 1.0
+    for _ in range(80):
+        if _fractions_feasible(v, l2_cap, l1_cap):
+            return v
+        v = v * (1.0 - k * _EPS)
+        k *= 2.0
+    raise RuntimeError("could not scale the refit coefficients into the caps (please report)")  # pragma: no cover
+
+
+def support_split(u: np.ndarray, a: float, b: float) -> tuple[float, float]:
+    """(τ, value): a bound value = a‖u − clip(u, −τ, τ)‖₂ + bτ on the support function
+    h_K(u) = max_{v∈K} uᵀv of K = {‖v‖₂ ≤ a} ∩ {‖v‖₁ ≤ b}.
+
+    h_K is the infimal convolution of h_{l2}(u₁) = a‖u₁‖₂ and h_{l1}(u₂) = b‖u₂‖_∞ over
+    u₁ + u₂ = u; for ‖u₂‖_∞ ≤ τ the best u₂ is clip(u, −τ, τ), so h_K(u) = min_τ φ(τ),
+    φ(τ) = a‖(|u| − τ)₊‖₂ + bτ, convex in τ.  τ = 0 gives a‖u‖₂, τ = ‖u‖_∞ gives b‖u‖_∞; the
+    minimum over τ is located by golden-section search and every τ gives a valid bound.
+    """
+    au = np.abs(u)
+    top = float(np.max(au, initial=0.0))
+
+    def phi(t):
+        return a * _norm(np.maximum(au - t, 0.0)) + b * t
+
+    best_t, best = 0.0, phi(0.0)
+    if top > 0:
+        for t in (top, *np.unique(au)):
+            val = phi(float(t))
+            if val < best:
+                best_t, best = float(t), val
+        lo, hi = 0.0, top
+        g = 0.5 * (math.sqrt(5.0) - 1.0)
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        f1, f2 = phi(x1), phi(x2)
+        for _ in range(120):
+            if f1 <= f2:
+                hi, x2, f2 = x2, x1, f1
+                x1 = hi - g * (hi - lo)
+                f1 = phi(x1)
+            else:
+                lo, x1, f1 = x1, x2, f2
+                x2 = lo + g * (hi - lo)
+                f2 = phi(x2)
+        for t, val in ((x1, f1), (x2, f2)):
+            if val < best:
+                best_t, best = float(t), val
+    return best_t, best
+
+
+def _clarabel_solve(H, c, a, b, *, tol, max_iter):
+    """min vᵀHv − 2cᵀv over ‖v‖₂ ≤ a, ‖v‖₁ ≤ b with Clarabel (SOC for the l2 ball, the l1 ball
+    by −t ≤ v ≤ t, Σt ≤ b, and the quadratic as ‖w‖² with w = Fv, FᵀF = H₊ the PSD part of H).
+    Returns (v, status, iterations)."""
+    import clarabel
+    import scipy.sparse as sp
+
+    m = c.shape[0]
+    lam, Q = np.linalg.eigh(H)
+    keep = lam > 0
+    F = np.sqrt(lam[keep])[:, None] * Q[:, keep].T          # (k, m), FᵀF = H₊
+    k = F.shape[0]
+    n = 2 * m + k
+    P = sp.block_diag([sp.csc_matrix((2 * m, 2 * m)), 2.0 * sp.identity(k, format="csc")],
+                      format="csc")
+    q = np.concatenate([-2.0 * c, np.zeros(m + k)])
+    I, Z = sp.identity(m, format="csc"), sp.csc_matrix((m, m))
+    rows = []
+    bvec = []
+    if k:
+        rows.append(sp.hstack([sp.csc_matrix(F), sp.csc_matrix((k, m)),
+                               -sp.identity(k, format="csc")]))      # Fv − w = 0
+        bvec.append(np.zeros(k))
+    zk = sp.csc_matrix((m, k))
+    rows += [sp.hstack([I, -I, zk]), sp.hstack([-I, -I, zk]),       # ±v − t ≤ 0
+             sp.hstack([sp.csc_matrix((1, m)), sp.csc_matrix(np.ones((1, m))),
+                        sp.csc_matrix((1, k))]),                     # Σt ≤ b
+             sp.csc_matrix((1, n)),                                  # SOC head: a
+             sp.hstack([-I, Z, zk])]                                 # SOC tail: v
+    bvec += [np.zeros(2 * m), [b], [a], np.zeros(m)]
+    A = sp.vstack(rows, format="csc")
+    bv = np.concatenate([np.asarray(x, dtype=float) for x in bvec])
+    cones = ([clarabel.ZeroConeT(k)] if k else []) + [clarabel.NonnegativeConeT(2 * m + 1),
+                                                      clarabel.SecondOrderConeT(m + 1)]
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    st.max_iter = int(max_iter)
+    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = float(tol)
+    st.max_threads = 1
+    sol = clarabel.DefaultSolver(sp.triu(P, format="csc"), q, A, bv, cones, st).solve()
+    v = np.array(sol.x[:m], dtype=np.float64)
+    status = re.sub(r"(?<!^)(?=[A-Z])", "_", str(sol.status).split(".")[-1]).lower()
+    return v, status, int(sol.iterations)
+
+
+def bounded_lower(prob: BoundedProblem, v: np.ndarray, lam_min: float, lam_abs: float) -> dict:
+    """The first-order support-function lower value at a feasible ``v`` (paper App. A).
+
+    For convex R, inf_K R ≥ R(v) + min_{u∈K} gᵀ(u − v), g = ∇R(v) = 2(Hv − c), and
+    min_{u∈K} gᵀu = −h_K(−g) ≥ −min_τ φ(τ) (:func:`support_split`).  When H has a negative
+    eigenvalue (rounding, or asymmetric quadrature moments), (u − v)ᵀH(u − v) ≥
+    λ̲‖u − v‖² ≥ λ̲(l2_cap + ‖v‖₂)² is added, with λ̲ = ``lam_min`` − 4mε·``lam_abs`` (the
+    float eigensolver's error; ``lam_abs`` = max|λ(H)|).  The float64 evaluation is covered by an allowance
+    16(m + 4)ε times the absolute sizes of the terms.  Returns lower, support, eig_allowance,
+    arith_allowance.
+    """
+    H, c, a, b = prob.H, prob.c, prob.l2_cap, prob.l1_cap
+    m = prob.m
+    Hv = H @ v
+    g = 2.0 * (Hv - c)
+    R = prob.risk(v)
+    tau, supp = support_split(-g, a, b)
+    lam_lo = lam_min - 4.0 * m * _EPS * lam_abs
+    eig = -lam_lo * (a + _norm(v)) ** 2 if lam_lo < 0 else 0.0
+    av = np.abs(v)
+    gabs = 2.0 * (np.abs(H) @ av + np.abs(c))
+    scale = (prob.second_moment + 2.0 * float(np.abs(c) @ av) + float(av @ (np.abs(H) @ av))
+             + float(gabs @ av) + a * _norm(gabs) + b * tau + supp)
+    arith = 16.0 * (m + 4) * _EPS * scale
+    lower = R - float(g @ v) - supp - eig - arith
+    return dict(lower=lower, support=supp, eig_allowance=eig, arith_allowance=arith, tau=tau)
+
+
+def solve_bounded(prob: BoundedProblem, *, tol: float = 1e-11, max_iter: int = 200) -> BoundedRefit:
+    """min R(v) over ‖v‖₂ ≤ l2_cap, ‖v‖₁ ≤ l1_cap (eq. (6)): Clarabel, then a bracket.
+
+    The Clarabel point is scaled into the caps until membership holds in exact arithmetic; its
+    float64 risk is the upper value R̄ and :func:`bounded_lower` the lower value R̲.  The lower
+    value holds for the float moments whatever the solver's accuracy (it only needs v̂
+    feasible); the solver's accuracy decides how tight it is.  Features with a zero row and
+    column of H and a zero c_j get v_j = 0.
+    """
+    tol = V.real("tol", tol, positive=True)
+    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"`max_iter` must be a positive int, got {max_iter!r}")
+    H, c, a, b = prob.H, prob.c, prob.l2_cap, prob.l1_cap
+    m = prob.m
+    active = (np.any(H != 0.0, axis=1) | (c != 0.0))
+    idx = np.flatnonzero(active)
+    v = np.zeros(m)
+    iters = 0
+    lam_min = lam_abs = 0.0
+    if idx.size:
+        Ha = H[np.ix_(idx, idx)]
+        lam = np.linalg.eigvalsh(Ha)
+        lam_min, lam_abs = float(lam[0]), float(np.max(np.abs(lam)))
+        va, status, iters = _clarabel_solve(Ha, c[idx], a, b, tol=tol, max_iter=max_iter)
+        v[idx] = va
+    else:
+        status = "trivial"
+    v = make_feasible(v, a, b)
+    # zero rows of H leave (u − v)ᵀH(u − v) to the active block: its λ_min is the one needed
+    lb = bounded_lower(prob, v, lam_min, lam_abs)
+    upper = prob.risk(v)
+    lower = min(float(lb["lower"]), upper)
+    return BoundedRefit(upper=upper, lower=lower, head=v, status=status, l2_cap=a, l1_cap=b,
+                        second_moment=prob.second_moment, lambda_min=lam_min,
+                        support=float(lb["support"]), eig_allowance=float(lb["eig_allowance"]),
+                        arith_allowance=float(lb["arith_allowance"]), iterations=iters)
+
+
+def bounded_refit(student, params, teacher, *, l2_cap=None, l1_cap=None, rtol: float = 1e-10,
+                  tol: float = 1e-11) -> BoundedRefit:
+    """The bounded normalized-feature refit R(n) of Kumar (arXiv 2609.39408), eq. (6).
+
+    R = inf E[(y − Σ_j v_jφ_j)²] over ‖v‖₂ ≤ 32/J_α, ‖v‖₁ ≤ 64√r/J_α (J_α = 1 − α), with
+    φ_j = σ_α(W_jᵀx + B_j)/√(‖W_j‖² + B_j²) (a zero row gives a zero feature), no intercept
+    and no ridge: R(v) = E[y²] − 2cᵀv + vᵀHv (the paper writes 1 − 2cᵀv + vᵀHv since its
+    teachers have E[y²] = 1).  Solved by Clarabel as in the paper (App. A); the result keeps
+    the feasible upper value R̄ and the support-function lower value R̲ apart
+    (:func:`solve_bounded`).
+
+    Parameters
+    ----------
+    student : Student
+        relu or leaky_relu (α = ``negative_slope``), ridge family; heads, output scale and
+        intercept do not enter.
+    params : Params
+    teacher : Teacher
+    l2_cap, l1_cap : float, optional
+        The caps (default 32/J_α and 64√r/J_α, r the teacher rank).
+    rtol : float
+        Accuracy of the engine's moments.
+    tol : float
+        Clarabel's gap and feasibility tolerances.
+
+    Returns
+    -------
+    BoundedRefit
+        ``lower``, ``upper`` (= ``risk``), ``head`` (the feasible v̂), ``status``.
+
+    Examples
+    --------
+    >>> import numpy as np, popdyn
+    >>> from popdyn.diagnostics import bounded_refit
+    >>> T = popdyn.Teacher.additive("h3", np.eye(4)[:2])
+    >>> S = popdyn.Student(d=4, m=6)
+    >>> r = bounded_refit(S, S.init(0, 1.0, T), T)
+    >>> 0.0 <= r.lower <= r.upper <= T.second_moment + 1e-12
+    True
+
+    References
+    ----------
+    Kumar (arXiv 2609.39408), eq. (6) and App. A ("Constrained refitting and its numerical
+    error"); docs/design.md §5.
+    """
+    prob = bounded_problem(student, params, teacher, l2_cap=l2_cap, l1_cap=l1_cap, rtol=rtol)
+    return solve_bounded(prob, tol=tol)
+
+
+def refit_gain(R0, RE, *, margin: float = GAIN_MARGIN) -> float:
+    """The conservative refit gain Δ̂ = R̲₀ − R̄_E − margin of Kumar (arXiv 2609.39408), App. A.
+
+    ``R0`` and ``RE`` are refit results with ``lower`` and ``upper`` attributes (a
+    :class:`BoundedRefit`, or a :class:`certify.BoundedRefitBracket`) at the reference
+    checkpoint (initialization) and at the compared one; ``margin`` defaults to 1e−5.
+    """
+    for nm, r in (("R0", R0), ("RE", RE)):
+        if not (hasattr(r, "lower") and hasattr(r, "upper")):
+            raise TypeError(f"`{nm}` must be a refit result with `lower` and `upper` "
+                            f"(e.g. popdyn.diagnostics.bounded_refit), got {type(r).__name__}")
+    margin = V.real("margin", margin)
+    if margin < 0:
+        raise ValueError(f"`margin` must be >= 0, got {margin!r}")
+    return float(R0.lower) - float(RE.upper) - margin
