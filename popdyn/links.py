@@ -16,15 +16,34 @@ Names (``LINK_NAMES``) and meanings
 ``gaussian_bump``
     exp(−z²/2).
 ``damped_cubic:a`` (family, a > 0 finite; also ``get_link(("damped_cubic", a))``)
-    z³·exp(−a z²/2), the Gaussian-damped cubics of the central paper (seeds/003): its links
-    g_{1/2}, g_{1/3}, g_{2/3} are ``damped_cubic:0.5``, ``damped_cubic:1/3``, ``damped_cubic:2/3``
-    under this parametrization (subscript = a, the damping rate in the exponent −a z²/2).
-    ``a`` is taken as a float64: ``"damped_cubic:1/3"`` means ``a = float(1/3)`` and its
-    canonical name is ``damped_cubic:0.3333333333333333``.
+    z³·exp(−a z²/2), a Gaussian-damped cubic parametrized by its damping rate a. This is **not**
+    the central paper's g_v (below): the paper's g_v has an extra linear term, the factor
+    v^{−7/2} and a = 1/v − 1, and its subscript is a point-mass location, not a damping rate.
+    Kept for compatibility. ``a`` is taken as a float64: ``"damped_cubic:1/3"`` means
+    ``a = float(1/3)`` and its canonical name is ``damped_cubic:0.3333333333333333``.
+``g:<v>``, ``q:<v>`` (family, v ∈ [1/3, 1] an exact rational; also ``get_link(("g", v))``)
+    The damped cubics of Kumar (arXiv 2609.39408), eq. (7):
+    g_v(t) = v^{−7/2}(t³ − 3vt)exp(−(1/v − 1)t²/2), and q_v = g_v/N_v with N_v = ‖g_v‖_{L²(γ)}.
+    v is read exactly: "1/3", "2/3", "0.5" (= 1/2), "1"; a float is read as the simplest
+    rational that rounds to it (popdyn._links_g.simplest_rational). Canonical names ``g:1/3``,
+    ``g:1/2``, ``g:1``. g_1 = √6·h_3 (a polynomial).
+``g_mu(w1*g:v1, w2*g:v2, ...)``, ``q_mu(...)`` (see :func:`g_mixture`)
+    g_μ = ∫ g_v dμ for an atomic probability measure μ on [1/3, 1] (weights ≥ 0, exact
+    rationals, summing to 1), and q_μ = g_μ/N_μ. The paper's Table 1 links (g_1 + g_{1/3})/2
+    and 0.2g_{0.4} + 0.3g_{0.7} + 0.5g_1 are ``g_mu(1/2*g:1/3, 1/2*g:1)`` and
+    ``g_mu(1/5*g:2/5, 3/10*g:7/10, 1/2*g:1)``. Coefficients from the exact series
+    ⟨g_μ, h_{2j+3}⟩ = (−1)^j √((2j+3)!)/(2^j j!)·∫(1−v)^j dμ (no mean, no degree 1 or 2), the
+    energy N_μ² = ∬K((1−v)(1−w))dμdμ, K(t) = 3(2+3t)/(1−t)^{7/2}, in closed form
+    (:mod:`popdyn._links_g`).
 ``mixture([(w1, link1), (w2, link2), …])``
-    positive mixtures Σ_l w_l g_l (weights w_l > 0 finite; links by name or :class:`Link`). Nested
-    mixtures are flattened (weights multiplied in float64). The canonical name is
-    ``mixture(w1*name1, w2*name2, …)``, which :func:`get_link` also accepts.
+    signed mixtures Σ_l w_l g_l (weights w_l finite and nonzero, of either sign; links by name or
+    :class:`Link`). Nested mixtures are flattened (weights multiplied in float64). The canonical
+    name is ``mixture(w1*name1, w2*name2, …)``, which :func:`get_link` also accepts. Mixtures of
+    ``g``/``q`` links are again g_μ for a (signed) measure and keep the exact closed forms.
+``user:<name>`` (see :func:`from_hermite`, :func:`from_callable`)
+    a polynomial link a user brings, from a finite Hermite vector (exact) or from a callable
+    (Gauss–Hermite quadrature with a stated error bound, :mod:`popdyn.links_user`); registered
+    by name in the running process.
 
 Representation
 --------------
@@ -58,9 +77,13 @@ subnormal, not 0). The part beyond N_tab (``tail_beyond``) is
   the explicit sums up to M plus an upper bound for n > M (for the tails at N ≤ N_tab this
   bound is negligible unless the coefficients decay slowly, e.g. damped cubics with a ≳ 10,
   where it stays within a small factor of the truth).
+* ``"closed-form"`` — the paper's g_μ / q_μ: coefficients explicit from the exact series up to
+  n = N_tab + 129, beyond that the geometric bound of :mod:`popdyn._links_g` (|∫(1−v)^j dμ| ≤
+  Wρ^j, W = Σ|w_l|, ρ = max|1 − v_l| ≤ 2/3): upper bounds, tight to many digits.
 * ``"minkowski"`` — mixtures with a non-Gaussian-polynomial component (tanh, silu, sin, …): the
   part beyond N_tab is bounded by Minkowski / the triangle inequality from the components' own
-  tails, (Σ_l w_l √t2_l[N_tab])² and Σ_l w_l l1_l[N_tab] (an upper bound, not a value).
+  tails, (Σ_l |w_l| √t2_l[N_tab])² and Σ_l |w_l| l1_l[N_tab] (an upper bound, not a value; the
+  absolute weights keep it valid for signed mixtures).
   Mixtures of Gaussian-polynomial links (h_k, h3+0.3h2, gaussian_bump, damped cubics, and PL
   links) are handled exactly as one Gaussian-polynomial function (``"parseval+sobolev"``).
 
@@ -82,7 +105,8 @@ is taken as 0 (and of abs as sign(0) = 0).
 
 References
 ----------
-DESIGN.md §2–§3; seeds/003 (positive mixtures of Gaussian-damped cubics in H¹(γ)).
+DESIGN.md §2–§3 (docs/design.md); Kumar (arXiv 2609.39408), eq. (7) and App. A (the teacher
+links g_v, g_μ, q_μ and the 13 scalar raw links of Table 1).
 """
 from __future__ import annotations
 
@@ -1074,15 +1098,17 @@ def get_link(spec) -> Link:
     Parameters
     ----------
     spec : str, Link or tuple
-        A name from ``LINK_NAMES``, ``"damped_cubic:<a>"`` (a float or ratio, a > 0), a mixture
-        name ``"mixture(w1*name1, w2*name2, ...)"``, a :class:`Link` (returned as is), or
-        ``("damped_cubic", a)``.
+        A name from ``LINK_NAMES``, ``"damped_cubic:<a>"`` (a float or ratio, a > 0), the
+        paper's ``"g:<v>"`` / ``"q:<v>"`` (v ∈ [1/3, 1], exact rational) and
+        ``"g_mu(w1*g:v1, ...)"`` / ``"q_mu(...)"``, a mixture name
+        ``"mixture(w1*name1, w2*name2, ...)"``, a registered ``"user:<name>"``, a
+        :class:`Link` (returned as is), ``("damped_cubic", a)``, ``("g", v)`` or ``("q", v)``.
 
     Raises
     ------
     ValueError
         Unknown name (the message lists the valid names and a close match), a ≤ 0 or
-        non-finite, bad mixture weights.
+        non-finite, v outside [1/3, 1], bad mixture or measure weights, unregistered user link.
     TypeError
         ``spec`` of another type.
 
@@ -1093,6 +1119,8 @@ def get_link(spec) -> Link:
     ([0.0, 0.0, 1.0], 0.0, 0.0)
     >>> get_link(("damped_cubic", 0.5)).name
     'damped_cubic:0.5'
+    >>> get_link("g:0.5").name, get_link(("g", 1 / 3)).name
+    ('g:1/2', 'g:1/3')
     """
     if isinstance(spec, Link):
         return spec
@@ -1100,13 +1128,15 @@ def get_link(spec) -> Link:
 
 
 def mixture(pairs) -> Link:
-    """Positive mixture Σ_l w_l g_l of links.
+    """Signed mixture Σ_l w_l g_l of links.
 
     Parameters
     ----------
     pairs : sequence of (float, str | Link | tuple)
-        Weights w_l > 0 (finite) and links (any ``get_link`` spec). Nested mixtures are
-        flattened (weights multiplied in float64).
+        Weights w_l (finite, nonzero, either sign) and links (any ``get_link`` spec). Nested
+        mixtures are flattened (weights multiplied in float64). Tail bounds stay valid for
+        negative weights: the Minkowski bounds use |w_l|, Gaussian-polynomial and g_μ
+        mixtures are handled exactly.
 
     Returns
     -------

@@ -190,7 +190,7 @@ def _energy(fn):
 
     tot = err = 0.0
     for lo, hi in ((-math.inf, 0.0), (0.0, math.inf)):
-        val, e = integrate.quad(f2, lo, hi, epsabs=0.0, epsrel=1e-14, limit=1000)
+        val, e = integrate.quad(f2, lo, hi, epsabs=0.0, epsrel=1.2e-14, limit=1000)
         tot += val
         err += e
     if not (math.isfinite(tot) and math.isfinite(err)):
@@ -273,6 +273,7 @@ def from_callable(fn, *, name: str, tol: float = 1e-12, n_max: int = 256, q_max:
                          "quadratures disagree)")
     dropped = math.fsum(c[M + 1:] ** 2)
     bound = math.sqrt(math.fsum(err[:M + 1] ** 2) + dropped + max(R, 0.0) + u)
+    u = float(u)
     info = {"source": "callable", "exact": False, "tol": tol, "degree": M,
             "coeff_error": float(err[:M + 1].max()), "dropped_l2": math.sqrt(dropped),
             "parseval_residual": R, "parseval_uncertainty": u, "l2_error_bound": bound,
