@@ -183,7 +183,7 @@ def np_eval(atoms_f, z, deriv=False):
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         z2 = z * z
         for w, v in atoms_f:
-            a = 1.0 / v - 1.0
+            a = (1.0 - v) / v                # 1 − v exact (Sterbenz): one rounding
             e = np.exp(-0.5 * a * z2)
             p = z * (z2 - 3.0 * v)
             if deriv:
