@@ -162,10 +162,13 @@ def _gh_coeffs(fn, q, nmax):
     from scipy.special import roots_hermitenorm
 
     x, w = roots_hermitenorm(q)
+    keep = w > 0                      # far nodes whose weight underflows contribute nothing
+    x, w = x[keep], w[keep]
     om = w / math.sqrt(2 * math.pi)
-    g = np.asarray(fn(x), dtype=float)
-    if g.shape != x.shape:
-        g = np.array([float(fn(float(t))) for t in x])
+    with np.errstate(all="ignore"):
+        g = np.asarray(fn(x), dtype=float)
+        if g.shape != x.shape:
+            g = np.array([float(fn(float(t))) for t in x])
     if not np.all(np.isfinite(g)):
         raise ValueError("`fn` returned non-finite values at Gauss-Hermite nodes")
     s = np.sqrt(om)
@@ -185,12 +188,19 @@ def _energy(fn):
     from scipy import integrate
 
     def f2(z):
-        v = float(fn(z))
-        return v * v * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+        w = math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+        if w == 0.0:          # |z| > 38.6: the Gaussian weight underflows; taken as 0
+            return 0.0
+        with np.errstate(all="ignore"):
+            v = float(fn(z))
+        return v * v * w
 
     tot = err = 0.0
     for lo, hi in ((-math.inf, 0.0), (0.0, math.inf)):
-        val, e = integrate.quad(f2, lo, hi, epsabs=0.0, epsrel=1.2e-14, limit=1000)
+        out = integrate.quad(f2, lo, hi, epsabs=0.0, epsrel=1.2e-14, limit=1000, full_output=1)
+        val, e = out[0], out[1]
+        if len(out) > 3:       # QUADPACK flagged a problem (e.g. roundoff at this tolerance):
+            e = max(e, 1e-13 * abs(val))     # its estimate may be low; floor it
         tot += val
         err += e
     if not (math.isfinite(tot) and math.isfinite(err)):
