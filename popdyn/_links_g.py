@@ -103,10 +103,18 @@ def moments(ctx, atoms, jmax):
     return out
 
 
-def coeffs(ctx, atoms, nmax):
-    """⟨g_μ, h_n⟩, n = 0..nmax (mpf) from the closed form."""
+def uniform_moments(ctx, jmax):
+    """m_j = ∫(1 − v)^j dμ for μ uniform on [1/3, 1]: (3/2)∫_0^{2/3} x^j dx = (2/3)^j/(j + 1)."""
+    r = ctx.mpf(2) / 3
+    return [r ** j / (j + 1) for j in range(jmax + 1)]
+
+
+def coeffs(ctx, atoms, nmax, m=None):
+    """⟨g_μ, h_n⟩, n = 0..nmax (mpf) from the closed form (moments ``m`` given, or from the
+    atoms)."""
     jmax = max((nmax - 3) // 2, 0)
-    m = moments(ctx, atoms, jmax)
+    if m is None:
+        m = moments(ctx, atoms, jmax)
     out = [ctx.mpf(0)] * (nmax + 1)
     # b_j = √((2j+3)!)/(2^j j!), b_0 = √6, b_{j+1}/b_j = √((2j+4)(2j+5))/(2(j+1))
     b = ctx.sqrt(6)
@@ -142,11 +150,12 @@ def _ff(n, k):
     return out
 
 
-def tail_bounds(ctx, atoms, M):
+def tail_bounds(ctx, atoms, M, W=None, rho=None):
     """Upper bounds of the sums over n > M of (c_n², |c_n|, (n)₁c_n², √n|c_n|) (geometric
-    majorant |m_j| ≤ Wρ^j; see the module docstring)."""
-    W = ctx.fsum(abs(ctx.mpf(w)) for w, _ in atoms)
-    rho = max(abs(1 - ctx.mpf(v.numerator) / v.denominator) for _, v in atoms)
+    majorant |m_j| ≤ Wρ^j; see the module docstring; W, ρ from the atoms unless given)."""
+    if W is None:
+        W = ctx.fsum(abs(ctx.mpf(w)) for w, _ in atoms)
+        rho = max(abs(1 - ctx.mpf(v.numerator) / v.denominator) for _, v in atoms)
     if rho == 0 or W == 0:
         return (ctx.mpf(0),) * 4
     J = (M - 3) // 2 + 1          # first j with 2j + 3 > M
@@ -207,3 +216,35 @@ def mp_eval(ctx, atoms, z, deriv=False):
         val = (3 * z * z - 3 * vm - a * z * p) * e if deriv else p * e
         s += ctx.mpf(w) * vm ** (-ctx.mpf(7) / 2) * val
     return s
+
+
+def uniform_nodes():
+    """Quadrature atoms ((w, v) float64) of μ uniform on [1/3, 1] for pointwise evaluation:
+    v = 1/(1 + u), dμ = (3/2)du/(1 + u)², u ∈ [0, 2] split at 2·4^{−k} (k = 1..26) into panels
+    of 16 Gauss–Legendre nodes (the factor e^{−ut²/2} of g_v is resolved on every panel for
+    |t| ≤ 40; beyond, the panels where it is not are below e^{−40} of the integral)."""
+    x, w = np.polynomial.legendre.leggauss(16)
+    edges = [2.0 * 4.0 ** -k for k in range(27)] + [0.0]
+    us, ws = [], []
+    for hi, lo in zip(edges[:-1], edges[1:]):
+        us.append(lo + (hi - lo) * (x + 1) / 2)
+        ws.append(w * (hi - lo) / 2)
+    u, wu = np.concatenate(us), np.concatenate(ws)
+    return tuple(zip(1.5 * wu / (1 + u) ** 2, 1.0 / (1.0 + u)))
+
+
+def mp_eval_uniform(ctx, z, deriv=False):
+    """g_μ(z) (or g_μ'(z)) for μ uniform on [1/3, 1], by mpmath quadrature in u = 1/v − 1."""
+    z = ctx.mpf(z)
+
+    def f(u):
+        v = 1 / (1 + u)
+        e = ctx.exp(-u * z * z / 2)
+        p = z ** 3 - 3 * v * z
+        val = (3 * z * z - 3 * v - u * z * p) * e if deriv else p * e
+        return ctx.mpf(3) / 2 * v ** (-ctx.mpf(7) / 2) * val / (1 + u) ** 2
+
+    s = z * z / 2
+    inner = [k / s for k in (1, 4, 16) if k < 2 * s]       # where e^{-us} has decayed
+    pts = [ctx.mpf(0)] + inner + [ctx.mpf(2)]
+    return ctx.quad(f, pts)

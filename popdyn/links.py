@@ -35,6 +35,11 @@ Names (``LINK_NAMES``) and meanings
     ⟨g_μ, h_{2j+3}⟩ = (−1)^j √((2j+3)!)/(2^j j!)·∫(1−v)^j dμ (no mean, no degree 1 or 2), the
     energy N_μ² = ∬K((1−v)(1−w))dμdμ, K(t) = 3(2+3t)/(1−t)^{7/2}, in closed form
     (:mod:`popdyn._links_g`).
+``g_mu(uniform)``, ``q_mu(uniform)``
+    g_μ for μ uniform on [1/3, 1], a measure given by its moments ∫(1−v)^j dμ = (2/3)^j/(j+1):
+    coefficients from the same series, N_μ² = Σ_j (2j+3)!/(4^j j!²)·m_j² summed explicitly to
+    n = N_tab + 129 with the geometric tail bound beyond; pointwise values by quadrature over v
+    (float64: 432 fixed Gauss–Legendre atoms; mpmath: adaptive quadrature).
 ``mixture([(w1, link1), (w2, link2), …])``
     signed mixtures Σ_l w_l g_l (weights w_l finite and nonzero, of either sign; links by name or
     :class:`Link`). Nested mixtures are flattened (weights multiplied in float64). The canonical
@@ -136,7 +141,7 @@ LINK_NAMES = (
 """Fixed link names. The families ``damped_cubic:<a>`` and ``mixture(...)`` come on top."""
 
 _FAMILIES = ("damped_cubic:<a>", "g:<v>", "q:<v>", "g_mu(<w>*g:<v>, ...)", "q_mu(<w>*g:<v>, ...)",
-             "mixture(<w>*<name>, ...)", "user:<name>")
+             "g_mu(uniform)", "q_mu(uniform)", "mixture(<w>*<name>, ...)", "user:<name>")
 _TABLE = ("links", "links.npz")   # in the embedded data (popdyn/_paths.py, package popdyn._data)
 
 # A private mpmath context: never touch the global mpmath precision.
@@ -450,8 +455,48 @@ def _gmu_evaluators(atoms):
             lambda z: _G.mp_eval(_ctx, atoms, z), lambda z: _G.mp_eval(_ctx, atoms, z, True))
 
 
+def _hdata_gmu_uniform(scale):
+    """_HData and moments of scale·g_μ, μ uniform on [1/3, 1] (given by its moments
+    m_j = (2/3)^j/(j+1); energy Σ a_j m_j² summed to N_tab + 129 plus its geometric tail)."""
+    with _ctx.workdps(_BASE_DPS):
+        jmax = (_N_EXT - 3) // 2
+        m = [scale * x for x in _G.uniform_moments(_ctx, jmax)]
+        c = _G.coeffs(_ctx, (), _N_EXT, m=m)
+        W, rho = abs(scale), _ctx.mpf(2) / 3
+        tb = _G.tail_bounds(_ctx, (), _N_EXT, W=W, rho=rho)
+        sq = [x * x for x in c]
+        nt = N_TAB
+        beyond = (_ctx.fsum(sq[nt + 1:]) + tb[0],
+                  _ctx.fsum(abs(x) for x in c[nt + 1:]) + tb[1],
+                  _ctx.fsum(k * sq[k] for k in range(nt + 2, _N_EXT + 1)) + tb[2],
+                  _ctx.fsum(_ctx.sqrt(k) * abs(c[k]) for k in range(nt + 2, _N_EXT + 1)) + tb[3])
+        e0 = _ctx.fsum(sq) + tb[0] / 2         # the tail (< 1e-140 relative) at its midpoint
+        e1 = _ctx.fsum(n * x for n, x in enumerate(sq)) + tb[2] / 2
+        return (_HData(tuple(c[:nt + 2]), nt, beyond, None, "closed-form"),
+                (_ctx.mpf(0), e0, e1))
+
+
+def _build_gmu_uniform(name):
+    norm = name.startswith("q")
+    with _ctx.workdps(_BASE_DPS):
+        scale = _ctx.mpf(1)
+        if norm:
+            hd, mom = _hdata_gmu_uniform(scale)
+            scale = 1 / _ctx.sqrt(mom[1])
+    hd, mom = _hdata_gmu_uniform(scale)
+    nodes = _G.uniform_nodes()
+    sf = _to_float(scale)
+    af = tuple((sf * w, v) for w, v in nodes)
+    evals = (lambda z: _G.np_eval(af, z), lambda z: _G.np_eval(af, z, deriv=True),
+             lambda z: scale * _G.mp_eval_uniform(_ctx, z),
+             lambda z: scale * _G.mp_eval_uniform(_ctx, z, True))
+    return _assemble(name, 0.0, 0.0, hd, mom, evals)
+
+
 def _build_gmu(name):
     """Links ``g:<v>``, ``q:<v>``, ``g_mu(...)`` and ``q_mu(...)`` (canonical names)."""
+    if name in ("g_mu(uniform)", "q_mu(uniform)"):
+        return _build_gmu_uniform(name)
     norm = name.startswith("q")
     if name.startswith(("g:", "q:")):
         pairs = ((Fraction(1), _G.as_rational(name[2:], "spec")),)
@@ -978,6 +1023,8 @@ def _canonical(spec) -> str:
         return s
     if s.startswith(("g:", "q:")):
         return f"{s[0]}:{_G.frac_str(_G.check_v(s[2:], 'spec'))}"
+    if s in ("g_mu(uniform)", "q_mu(uniform)"):
+        return s
     if s.startswith(("g_mu(", "q_mu(")) and s.endswith(")"):
         return _measure_name(s[0], _parse_measure_items(s[5:-1], s))
     if s.startswith("user:"):
@@ -1165,10 +1212,12 @@ def g_mixture(measure, *, normalized: bool = False) -> Link:
 
     Parameters
     ----------
-    measure : sequence of (weight, v)
-        Atoms of μ. Weights ≥ 0 and locations v ∈ [1/3, 1] are read as exact rationals: ints,
-        Fractions, strings ("1/3", "0.2" = 1/5 exactly) or floats (a float is read as the
-        rational with the smallest denominator that rounds to it: 0.2 → 1/5, 1/3 → 1/3).
+    measure : sequence of (weight, v), or "uniform"
+        Atoms of μ, or ``"uniform"`` for μ uniform on [1/3, 1] (``g_mu(uniform)``, given by
+        its moments (2/3)^j/(j+1)). Weights ≥ 0 and locations v ∈ [1/3, 1] of atoms are read
+        as exact rationals: ints, Fractions, strings ("1/3", "0.2" = 1/5 exactly) or floats
+        (a float is read as the rational with the smallest denominator that rounds to it:
+        0.2 → 1/5, 1/3 → 1/3).
         The weights must sum to 1 exactly or within 1e−12 (they are kept as given, never
         rescaled). Atoms at the same v are merged.
     normalized : bool
@@ -1193,6 +1242,8 @@ def g_mixture(measure, *, normalized: bool = False) -> Link:
     """
     if not isinstance(normalized, bool):
         raise TypeError(f"`normalized` must be True or False, got {normalized!r}")
+    if isinstance(measure, str) and measure == "uniform":
+        return get_link(("q" if normalized else "g") + "_mu(uniform)")
     items = _check_measure(measure, "measure")
     return get_link(_measure_name("q" if normalized else "g", items))
 

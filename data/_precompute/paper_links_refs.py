@@ -15,7 +15,10 @@ Stored:
 * ``gmu``: the Table 1 mixtures (g_1 + g_{1/3})/2 and 0.2g_{0.4} + 0.3g_{0.7} + 0.5g_1, and the
   signed combination g_{1/2} - g_{1/3}/2: E[g^2], E[g], <g, h_n> (n = 0..7);
 * ``raw``: for each Table 1 label, E[q] and E[q^2] of its raw link q (additive) or gate g
-  (products).
+  (products);
+* ``uniform``: g_mu for mu uniform on [1/3, 1]: E[g^2] = (3/2)^2 double integral of
+  K((1-v)(1-w)) = 3(2+3t)/(1-t)^{7/2} over [1/3, 1]^2, <g, h_n> (n = 3, 5, 7) as the v-integral
+  of the t-quadratures <g_v, h_n> (nested quadrature, 24 digits), g(z) as a v-integral.
 
 Usage: python data/_precompute/paper_links_refs.py   (about 5 minutes on a loaded core)
 """
@@ -46,8 +49,9 @@ def rat(s):
 
 
 def gv(v):
-    vm = rat(v)
-    return lambda t: vm ** (-mp.mpf(7) / 2) * (t ** 3 - 3 * vm * t) * mp.exp(-(1 / vm - 1) * t * t / 2)
+    vm = rat(v) if isinstance(v, str) else mp.mpf(v)
+    return lambda t: (vm ** (-mp.mpf(7) / 2) * (t ** 3 - 3 * vm * t)
+                      * mp.exp(-(1 / vm - 1) * t * t / 2))
 
 
 def gmu(atoms):
@@ -101,6 +105,17 @@ def main():
     for label, q in RAW.items():
         out["raw"][label] = {"mean": s(E(q)), "second": s(E(lambda z: q(z) ** 2))}
     print("raw", time.time() - t0, flush=True)
+    K = lambda t: 3 * (2 + 3 * t) / (1 - t) ** (mp.mpf(7) / 2)  # noqa: E731
+    third = mp.mpf(1) / 3
+    e2 = mp.quad(lambda v, w: K((1 - v) * (1 - w)), [third, 1], [third, 1]) * mp.mpf(9) / 4
+    gu = lambda t: mp.quad(lambda v: gv(v)(t), [third, 1]) * mp.mpf(3) / 2  # noqa
+    uni = {"second": s(e2), "values": {z: s(gu(mp.mpf(z))) for z in POINTS}, "coeffs": {}}
+    with mp.workdps(24):
+        for n in (3, 5, 7):
+            cn = mp.quad(lambda v: E(lambda t: gv(v)(t) * h(n, t)), [third, 1])
+            uni["coeffs"][str(n)] = s(cn * mp.mpf(3) / 2)
+    out["uniform"] = uni
+    print("uniform", time.time() - t0, flush=True)
     with open(PATH, "w") as fh:
         json.dump(out, fh, indent=1, ensure_ascii=False)
         fh.write("\n")

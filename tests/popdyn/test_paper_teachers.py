@@ -150,6 +150,25 @@ def test_table1_mixtures_vs_quadrature(key, atoms):
     assert abs(mp.mpf(ref["mean"])) < 1e-30 and g.mean == 0.0
 
 
+def test_uniform_measure_vs_quadrature():
+    ref = REFS["uniform"]
+    g = g_mixture("uniform")
+    assert g.name == "g_mu(uniform)" and g.tail_beyond == "closed-form" and g.mean == 0.0
+    e2 = mp.mpf(ref["second"])
+    assert abs(mp.mpf(g.second_moment_str) - e2) < 1e-28 * e2
+    for n, r in ref["coeffs"].items():
+        assert g.coeffs[int(n)] == pytest.approx(float(mp.mpf(r)), rel=1e-15)
+    for z, val in ref["values"].items():
+        assert abs(g.eval_mp(z) - mp.mpf(val)) < 1e-25 * max(1, abs(mp.mpf(val)))
+        assert g(float(z)) == pytest.approx(float(mp.mpf(val)), rel=4e-15, abs=1e-15)
+    for N in (3, 40, N_TAB):
+        assert math.fsum(g.coeffs[:N + 1] ** 2) + g.t2[N] == pytest.approx(float(e2), rel=1e-14)
+    q = g_mixture("uniform", normalized=True)
+    assert q.name == "q_mu(uniform)" and q.second_moment == pytest.approx(1.0, rel=1e-15)
+    np.testing.assert_allclose(q.coeffs, g.coeffs / math.sqrt(float(e2)), rtol=1e-14,
+                               atol=1e-300)
+
+
 def test_measure_names_and_parsing():
     a = g_mixture([(0.5, 1), (0.5, "1/3")])
     assert a.name == "g_mu(1/2*g:1/3, 1/2*g:1)"
