@@ -46,8 +46,12 @@ Teacher subspaces.  ``U`` gives the teacher directions as orthonormal rows; with
 directions are the first coordinate axes: ``rank`` of them for additive teachers (default 1),
 two for gated ones (u_1 = e_1 the gate axis, u_2 = e_2 the value axis; ``rank`` may be given
 and must then be 2).  Gated teachers are y = κ·F(u_1·x)(u_2·x) with ``gate`` F in id, gelu,
-tanh, relu, or ``rotation`` (the bilinear rotation control), see :meth:`popdyn.Teacher.gated`;
-``kappa`` is a single number there (default 1).
+tanh, relu, silu, h2, or ``rotation`` (the bilinear rotation control), see
+:meth:`popdyn.Teacher.gated`; ``kappa`` is a single number there (default 1).  Additive
+``link`` names are those of :func:`popdyn.links.get_link`, including the central paper's
+``g:<v>``, ``q:<v>``, ``g_mu(<w>*g:<v>, ...)`` (Kumar, arXiv 2609.39408, eq. (7)), signed
+``mixture(...)`` and registered ``user:<name>`` links; the paper's 21 Table 1 teachers are the
+tables of :data:`popdyn.teachers.paper.TABLE1`.
 
 SwiGLU students.  ``activation = "swiglu"`` builds :class:`popdyn.SwiGLUStudent` (f(x) =
 Σ_j a_j SiLU(g_j·x)(v_j·x) + c, intercept fitted exactly when ``intercept = true``, the
@@ -89,7 +93,7 @@ from .teachers import Teacher
 SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock")
 #: teacher kinds and the keys that belong to one kind only
 TEACHER_KINDS = ("additive", "network", "gated")
-GATES = ("id", "gelu", "tanh", "relu", "rotation")
+from .teachers.gated import GATES  # noqa: E402  (id, gelu, tanh, relu, silu, h2, rotation)
 _KIND_ONLY = {"link": "additive", "basis": "additive", "activation": "network",
               "negative_slope": "network", "V": "network", "bias": "network", "gate": "gated"}
 
@@ -324,7 +328,7 @@ def _teacher(t: dict, d: int) -> Teacher:
                           + ", ".join(f"`{k}` (kind = {_KIND_ONLY[k]!r})" for k in foreign))
     if kind == "gated":
         if "gate" not in t:
-            raise ConfigError("[teacher] kind = 'gated' needs `gate` (id, gelu, tanh, relu, rotation)")
+            raise ConfigError(f"[teacher] kind = 'gated' needs `gate` ({', '.join(GATES)})")
         gate = t.pop("gate")
         if gate not in GATES:
             close = difflib.get_close_matches(str(gate), GATES, n=1)

@@ -16,15 +16,39 @@ Names (``LINK_NAMES``) and meanings
 ``gaussian_bump``
     exp(−z²/2).
 ``damped_cubic:a`` (family, a > 0 finite; also ``get_link(("damped_cubic", a))``)
-    z³·exp(−a z²/2), the Gaussian-damped cubics of the central paper (seeds/003): its links
-    g_{1/2}, g_{1/3}, g_{2/3} are ``damped_cubic:0.5``, ``damped_cubic:1/3``, ``damped_cubic:2/3``
-    under this parametrization (subscript = a, the damping rate in the exponent −a z²/2).
-    ``a`` is taken as a float64: ``"damped_cubic:1/3"`` means ``a = float(1/3)`` and its
-    canonical name is ``damped_cubic:0.3333333333333333``.
+    z³·exp(−a z²/2), a Gaussian-damped cubic parametrized by its damping rate a. This is **not**
+    the central paper's g_v (below): the paper's g_v has an extra linear term, the factor
+    v^{−7/2} and a = 1/v − 1, and its subscript is a point-mass location, not a damping rate.
+    Kept for compatibility. ``a`` is taken as a float64: ``"damped_cubic:1/3"`` means
+    ``a = float(1/3)`` and its canonical name is ``damped_cubic:0.3333333333333333``.
+``g:<v>``, ``q:<v>`` (family, v ∈ [1/3, 1] an exact rational; also ``get_link(("g", v))``)
+    The damped cubics of Kumar (arXiv 2609.39408), eq. (7):
+    g_v(t) = v^{−7/2}(t³ − 3vt)exp(−(1/v − 1)t²/2), and q_v = g_v/N_v with N_v = ‖g_v‖_{L²(γ)}.
+    v is read exactly: "1/3", "2/3", "0.5" (= 1/2), "1"; a float is read as the simplest
+    rational that rounds to it (popdyn._links_g.simplest_rational). Canonical names ``g:1/3``,
+    ``g:1/2``, ``g:1``. g_1 = √6·h_3 (a polynomial).
+``g_mu(w1*g:v1, w2*g:v2, ...)``, ``q_mu(...)`` (see :func:`g_mixture`)
+    g_μ = ∫ g_v dμ for an atomic probability measure μ on [1/3, 1] (weights ≥ 0, exact
+    rationals, summing to 1), and q_μ = g_μ/N_μ. The paper's Table 1 links (g_1 + g_{1/3})/2
+    and 0.2g_{0.4} + 0.3g_{0.7} + 0.5g_1 are ``g_mu(1/2*g:1/3, 1/2*g:1)`` and
+    ``g_mu(1/5*g:2/5, 3/10*g:7/10, 1/2*g:1)``. Coefficients from the exact series
+    ⟨g_μ, h_{2j+3}⟩ = (−1)^j √((2j+3)!)/(2^j j!)·∫(1−v)^j dμ (no mean, no degree 1 or 2), the
+    energy N_μ² = ∬K((1−v)(1−w))dμdμ, K(t) = 3(2+3t)/(1−t)^{7/2}, in closed form
+    (:mod:`popdyn._links_g`).
+``g_mu(uniform)``, ``q_mu(uniform)``
+    g_μ for μ uniform on [1/3, 1], a measure given by its moments ∫(1−v)^j dμ = (2/3)^j/(j+1):
+    coefficients from the same series, N_μ² = Σ_j (2j+3)!/(4^j j!²)·m_j² summed explicitly to
+    n = N_tab + 129 with the geometric tail bound beyond; pointwise values by quadrature over v
+    (float64: 432 fixed Gauss–Legendre atoms; mpmath: adaptive quadrature).
 ``mixture([(w1, link1), (w2, link2), …])``
-    positive mixtures Σ_l w_l g_l (weights w_l > 0 finite; links by name or :class:`Link`). Nested
-    mixtures are flattened (weights multiplied in float64). The canonical name is
-    ``mixture(w1*name1, w2*name2, …)``, which :func:`get_link` also accepts.
+    signed mixtures Σ_l w_l g_l (weights w_l finite and nonzero, of either sign; links by name or
+    :class:`Link`). Nested mixtures are flattened (weights multiplied in float64). The canonical
+    name is ``mixture(w1*name1, w2*name2, …)``, which :func:`get_link` also accepts. Mixtures of
+    ``g``/``q`` links are again g_μ for a (signed) measure and keep the exact closed forms.
+``user:<name>`` (see :func:`from_hermite`, :func:`from_callable`)
+    a polynomial link a user brings, from a finite Hermite vector (exact) or from a callable
+    (Gauss–Hermite quadrature with a stated error bound, :mod:`popdyn.links_user`); registered
+    by name in the running process.
 
 Representation
 --------------
@@ -58,9 +82,13 @@ subnormal, not 0). The part beyond N_tab (``tail_beyond``) is
   the explicit sums up to M plus an upper bound for n > M (for the tails at N ≤ N_tab this
   bound is negligible unless the coefficients decay slowly, e.g. damped cubics with a ≳ 10,
   where it stays within a small factor of the truth).
+* ``"closed-form"`` — the paper's g_μ / q_μ: coefficients explicit from the exact series up to
+  n = N_tab + 129, beyond that the geometric bound of :mod:`popdyn._links_g` (|∫(1−v)^j dμ| ≤
+  Wρ^j, W = Σ|w_l|, ρ = max|1 − v_l| ≤ 2/3): upper bounds, tight to many digits.
 * ``"minkowski"`` — mixtures with a non-Gaussian-polynomial component (tanh, silu, sin, …): the
   part beyond N_tab is bounded by Minkowski / the triangle inequality from the components' own
-  tails, (Σ_l w_l √t2_l[N_tab])² and Σ_l w_l l1_l[N_tab] (an upper bound, not a value).
+  tails, (Σ_l |w_l| √t2_l[N_tab])² and Σ_l |w_l| l1_l[N_tab] (an upper bound, not a value; the
+  absolute weights keep it valid for signed mixtures).
   Mixtures of Gaussian-polynomial links (h_k, h3+0.3h2, gaussian_bump, damped cubics, and PL
   links) are handled exactly as one Gaussian-polynomial function (``"parseval+sobolev"``).
 
@@ -82,7 +110,8 @@ is taken as 0 (and of abs as sign(0) = 0).
 
 References
 ----------
-DESIGN.md §2–§3; seeds/003 (positive mixtures of Gaussian-damped cubics in H¹(γ)).
+DESIGN.md §2–§3 (docs/design.md); Kumar (arXiv 2609.39408), eq. (7) and App. A (the teacher
+links g_v, g_μ, q_μ and the 13 scalar raw links of Table 1).
 """
 from __future__ import annotations
 
@@ -98,6 +127,8 @@ import numpy as np
 from mpmath import libmp
 from scipy.special import expit
 
+from . import _links_g as _G
+
 __all__ = ["Link", "get_link", "mixture", "LINK_NAMES", "N_TAB"]
 
 N_TAB = 512
@@ -109,7 +140,8 @@ LINK_NAMES = (
 )
 """Fixed link names. The families ``damped_cubic:<a>`` and ``mixture(...)`` come on top."""
 
-_FAMILIES = ("damped_cubic:<a>", "mixture(<w>*<name>, ...)")
+_FAMILIES = ("damped_cubic:<a>", "g:<v>", "q:<v>", "g_mu(<w>*g:<v>, ...)", "q_mu(<w>*g:<v>, ...)",
+             "g_mu(uniform)", "q_mu(uniform)", "mixture(<w>*<name>, ...)", "user:<name>")
 _TABLE = ("links", "links.npz")   # in the embedded data (popdyn/_paths.py, package popdyn._data)
 
 # A private mpmath context: never touch the global mpmath precision.
@@ -167,6 +199,7 @@ class _HData:
     beyond: tuple | None    # (t2, l1, dt2, dl1) sums over n > nt (values or upper bounds); None = 0
     gp: tuple | None        # Gaussian-polynomial atoms, or None if H is not of that class
     tail_beyond: str
+    gmu: tuple | None = None  # g_mu atoms ((weight mpf, v Fraction), ...) of eq. (7) links
 
 
 def _hermite_monomials(k):
@@ -384,6 +417,100 @@ def _hdata_sin():
     return _HData(c, N_TAB, beyond, None, "parseval+sobolev"), moments
 
 
+def _hdata_gmu(atoms):
+    """_HData and (mean, E[H²], E[H'²]) of g_μ = Σ w_l g_{v_l} (eq. (7)), atoms ((w mpf, v)).
+
+    Coefficients from the closed form (popdyn._links_g), explicit up to n = N_tab + 129, then
+    the geometric tail bounds; E[H²] = N_μ² from the kernel K (checked against Σ c_n² here).
+    """
+    with _ctx.workdps(_BASE_DPS):
+        atoms = tuple((_ctx.mpf(w), v) for w, v in atoms)
+        e0 = _G.energy(_ctx, atoms)
+        if all(v == 1 for _, v in atoms):        # μ = W δ_1: g = W √6 h_3 (a polynomial)
+            W = _ctx.fsum(w for w, _ in atoms)
+            c = (_ctx.mpf(0),) * 3 + (W * _ctx.sqrt(6), _ctx.mpf(0))
+            return (_HData(c, 3, None, None, "zero", gmu=atoms),
+                    (_ctx.mpf(0), 6 * W * W, 18 * W * W))
+        c = _G.coeffs(_ctx, atoms, _N_EXT)
+        tb = _G.tail_bounds(_ctx, atoms, _N_EXT)
+        sq = [x * x for x in c]
+        s0 = _ctx.fsum(sq)
+        if abs(e0 - s0) > tb[0] + _ctx.mpf(10) ** -40 * (1 + abs(e0)):
+            raise ArithmeticError(f"g_mu: kernel energy {_ctx.nstr(e0, 20)} disagrees with the "
+                                  f"Hermite series {_ctx.nstr(s0, 20)}")
+        nt = N_TAB
+        beyond = (_ctx.fsum(sq[nt + 1:]) + tb[0],
+                  _ctx.fsum(abs(x) for x in c[nt + 1:]) + tb[1],
+                  _ctx.fsum(m * sq[m] for m in range(nt + 2, _N_EXT + 1)) + tb[2],
+                  _ctx.fsum(_ctx.sqrt(m) * abs(c[m]) for m in range(nt + 2, _N_EXT + 1)) + tb[3])
+        e1 = _ctx.fsum(n * x for n, x in enumerate(sq))
+        return (_HData(tuple(c[:nt + 2]), nt, beyond, None, "closed-form", gmu=atoms),
+                (_ctx.mpf(0), e0, e1))
+
+
+def _gmu_evaluators(atoms):
+    """(f_np, df_np, f_mp, df_mp) of g_μ, atoms ((w mpf, v Fraction), ...)."""
+    af = tuple((_to_float(w), float(v)) for w, v in atoms)
+    return (lambda z: _G.np_eval(af, z), lambda z: _G.np_eval(af, z, deriv=True),
+            lambda z: _G.mp_eval(_ctx, atoms, z), lambda z: _G.mp_eval(_ctx, atoms, z, True))
+
+
+def _hdata_gmu_uniform(scale):
+    """_HData and moments of scale·g_μ, μ uniform on [1/3, 1] (given by its moments
+    m_j = (2/3)^j/(j+1); energy Σ a_j m_j² summed to N_tab + 129 plus its geometric tail)."""
+    with _ctx.workdps(_BASE_DPS):
+        jmax = (_N_EXT - 3) // 2
+        m = [scale * x for x in _G.uniform_moments(_ctx, jmax)]
+        c = _G.coeffs(_ctx, (), _N_EXT, m=m)
+        W, rho = abs(scale), _ctx.mpf(2) / 3
+        tb = _G.tail_bounds(_ctx, (), _N_EXT, W=W, rho=rho)
+        sq = [x * x for x in c]
+        nt = N_TAB
+        beyond = (_ctx.fsum(sq[nt + 1:]) + tb[0],
+                  _ctx.fsum(abs(x) for x in c[nt + 1:]) + tb[1],
+                  _ctx.fsum(k * sq[k] for k in range(nt + 2, _N_EXT + 1)) + tb[2],
+                  _ctx.fsum(_ctx.sqrt(k) * abs(c[k]) for k in range(nt + 2, _N_EXT + 1)) + tb[3])
+        e0 = _ctx.fsum(sq) + tb[0] / 2         # the tail (< 1e-140 relative) at its midpoint
+        e1 = _ctx.fsum(n * x for n, x in enumerate(sq)) + tb[2] / 2
+        return (_HData(tuple(c[:nt + 2]), nt, beyond, None, "closed-form"),
+                (_ctx.mpf(0), e0, e1))
+
+
+def _build_gmu_uniform(name):
+    norm = name.startswith("q")
+    with _ctx.workdps(_BASE_DPS):
+        scale = _ctx.mpf(1)
+        if norm:
+            hd, mom = _hdata_gmu_uniform(scale)
+            scale = 1 / _ctx.sqrt(mom[1])
+    hd, mom = _hdata_gmu_uniform(scale)
+    nodes = _G.uniform_nodes()
+    sf = _to_float(scale)
+    af = tuple((sf * w, v) for w, v in nodes)
+    evals = (lambda z: _G.np_eval(af, z), lambda z: _G.np_eval(af, z, deriv=True),
+             lambda z: scale * _G.mp_eval_uniform(_ctx, z),
+             lambda z: scale * _G.mp_eval_uniform(_ctx, z, True))
+    return _assemble(name, 0.0, 0.0, hd, mom, evals)
+
+
+def _build_gmu(name):
+    """Links ``g:<v>``, ``q:<v>``, ``g_mu(...)`` and ``q_mu(...)`` (canonical names)."""
+    if name in ("g_mu(uniform)", "q_mu(uniform)"):
+        return _build_gmu_uniform(name)
+    norm = name.startswith("q")
+    if name.startswith(("g:", "q:")):
+        pairs = ((Fraction(1), _G.as_rational(name[2:], "spec")),)
+    else:
+        pairs = _parse_measure_items(name[len("g_mu("):-1], name)
+    with _ctx.workdps(_BASE_DPS):
+        atoms = tuple((_mp(w), v) for w, v in pairs)
+        if norm:
+            s = 1 / _ctx.sqrt(_G.energy(_ctx, atoms))
+            atoms = tuple((w * s, v) for w, v in atoms)
+    hd, mom = _hdata_gmu(atoms)
+    return _assemble(name, 0.0, 0.0, hd, mom, _gmu_evaluators(hd.gmu))
+
+
 def _sin_coeffs(nmax):
     """E[sin(Z) h_n(Z)] = e^{−1/2} sin(nπ/2)/√n!."""
     out = []
@@ -544,6 +671,9 @@ class Link:
         (see the module docstring).
     components : tuple of (float, Link)
         For mixtures, the (flattened) weighted components; empty for base links.
+    info : dict or None
+        Provenance of user links (:func:`from_hermite`, :func:`from_callable`: the stated
+        error bounds); None for built-in links.
     """
 
     name: str
@@ -574,6 +704,7 @@ class Link:
     _dfmp: object = dataclasses.field(default=None, repr=False)
     _hdata: object = dataclasses.field(default=None, repr=False)
     _mp_moments: tuple = dataclasses.field(default=(), repr=False)
+    info: object = dataclasses.field(default=None, repr=False)
 
     # identity is the canonical name
     def __eq__(self, other):
@@ -726,6 +857,10 @@ def _link_from_name(name: str) -> Link:
     """Build the link with canonical name ``name`` (cached)."""
     if name.startswith("mixture("):
         return _build_mixture(name)
+    if name.startswith(("g:", "q:", "g_mu(", "q_mu(")):
+        return _build_gmu(name)
+    if name.startswith("user:"):
+        return _USER_LINKS[name]
     with _ctx.workdps(_BASE_DPS):
         pi = _ctx.pi
         if name == "h1":
@@ -802,6 +937,13 @@ def _build_mixture(name: str) -> Link:
 
     with _ctx.workdps(_BASE_DPS):
         mean = _ctx.fsum(_ctx.mpf(w) * l._mp_moments[0] for w, l in comps)
+    if p == 0.0 and q == 0.0 and all(hd.gmu is not None for hd in hds):
+        # combinations of eq. (7) links: one (signed) measure, exact closed forms
+        with _ctx.workdps(_BASE_DPS):
+            atoms = tuple((_ctx.mpf(w) * aw, v) for (w, _), hd in zip(comps, hds)
+                          for aw, v in hd.gmu)
+        hd, moments = _hdata_gmu(atoms)
+        return _assemble(name, 0.0, 0.0, hd, moments, (f, df, fmp, dfmp), comps)
     if all(hd.gp is not None for hd in hds):
         atoms = tuple((Fraction(w) * aw, kind, k, a)
                       for (w, _), hd in zip(comps, hds) for (aw, kind, k, a) in hd.gp)
@@ -824,10 +966,11 @@ def _build_mixture(name: str) -> Link:
                 if hd.nt != nt:
                     raise AssertionError("non-polynomial parts must share N_tab")
                 # component tails beyond nt as stored (float64, rounded up)
-                bt2 += wm * _ctx.sqrt(_ctx.mpf(l.t2[nt]))
-                bl1 += wm * _ctx.mpf(l.l1[nt])
-                bdt2 += wm * _ctx.sqrt(_ctx.mpf(l.dt2[nt]))
-                bdl1 += wm * _ctx.mpf(l.dl1[nt])
+                # |w|: Minkowski / triangle inequality for signed weights
+                bt2 += abs(wm) * _ctx.sqrt(_ctx.mpf(l.t2[nt]))
+                bl1 += abs(wm) * _ctx.mpf(l.l1[nt])
+                bdt2 += abs(wm) * _ctx.sqrt(_ctx.mpf(l.dt2[nt]))
+                bdl1 += abs(wm) * _ctx.mpf(l.dl1[nt])
         hd = _HData(tuple(c), nt, (bt2 ** 2, bl1, bdt2 ** 2, bdl1), None, "minkowski")
     moments = (mean,) + _quad_moments(fmp, dfmp)
     return _assemble(name, p, q, hd, moments, (f, df, fmp, dfmp), comps)
@@ -866,23 +1009,86 @@ def _parse_a(text):
 
 def _canonical(spec) -> str:
     if isinstance(spec, tuple):
+        if len(spec) == 2 and spec[0] in ("g", "q"):
+            return f"{spec[0]}:{_G.frac_str(_G.check_v(spec[1], 'spec'))}"
         if len(spec) != 2 or spec[0] != "damped_cubic":
-            raise ValueError(f"`spec` as a tuple must be ('damped_cubic', a), got {spec!r}")
+            raise ValueError(f"`spec` as a tuple must be ('damped_cubic', a), ('g', v) or "
+                             f"('q', v), got {spec!r}")
         return f"damped_cubic:{_check_a(spec[1], 'spec')!r}"
     if not isinstance(spec, str):
-        raise TypeError(f"`spec` must be a link name (str), a Link or ('damped_cubic', a), "
-                        f"got {type(spec).__name__}")
+        raise TypeError(f"`spec` must be a link name (str), a Link, ('damped_cubic', a) or "
+                        f"('g', v), got {type(spec).__name__}")
     s = spec.strip()
     if s in LINK_NAMES:
+        return s
+    if s.startswith(("g:", "q:")):
+        return f"{s[0]}:{_G.frac_str(_G.check_v(s[2:], 'spec'))}"
+    if s in ("g_mu(uniform)", "q_mu(uniform)"):
+        return s
+    if s.startswith(("g_mu(", "q_mu(")) and s.endswith(")"):
+        return _measure_name(s[0], _parse_measure_items(s[5:-1], s))
+    if s.startswith("user:"):
+        if s not in _USER_LINKS:
+            raise ValueError(f"`spec`: no user link {s!r} in this process; build it first with "
+                             "popdyn.links.from_hermite or popdyn.links.from_callable "
+                             f"(registered: {sorted(_USER_LINKS) or 'none'})")
         return s
     if s.startswith("damped_cubic:"):
         return f"damped_cubic:{_parse_a(s.split(':', 1)[1])!r}"
     if s.startswith("mixture(") and s.endswith(")"):
         return _mixture_name(_parse_mixture_items(s))
-    close = difflib.get_close_matches(s, LINK_NAMES + ("damped_cubic:0.5",), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(s, LINK_NAMES + ("damped_cubic:0.5", "g:1/2"), n=3,
+                                      cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise ValueError(f"`spec`: unknown link name {spec!r}.{hint} "
                      f"Valid names: {_valid_names_msg()}.")
+
+
+def _parse_measure_items(body, s):
+    """Atoms (w, v) of a probability measure on [1/3, 1] from 'w*g:v, ...' (validated, merged,
+    sorted by v, zero weights dropped)."""
+    items = []
+    for part in body.split(","):
+        part = part.strip()
+        if "*" not in part or not part.split("*", 1)[1].strip().startswith("g:"):
+            raise ValueError(f"`spec`: cannot parse measure atom {part!r} in {s!r} "
+                             "(expected 'w*g:v', e.g. '1/2*g:1/3')")
+        w, v = part.split("*", 1)
+        items.append((w.strip(), v.strip()[2:]))
+    return _check_measure(items, "spec")
+
+
+def _check_measure(pairs, argname):
+    """Validated atoms of a probability measure on [1/3, 1]: weights ≥ 0 (exact rationals, see
+    :func:`g_mixture`) summing to 1 exactly or within 1e−12; merged by v, sorted, zeros dropped."""
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
+        raise TypeError(f"`{argname}` must be a sequence of (weight, v) pairs")
+    acc = {}
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"`{argname}`: each atom must be a (weight, v) pair, got {pair!r}")
+        w = _G.as_rational(pair[0], argname)
+        v = _G.check_v(pair[1], argname)
+        if w < 0:
+            raise ValueError(f"`{argname}`: weights of the measure mu must be >= 0 (a "
+                             f"probability measure, eq. (7)), got {_G.frac_str(w)}; use "
+                             "popdyn.links.mixture for signed combinations")
+        acc[v] = acc.get(v, Fraction(0)) + w
+    items = tuple((w, v) for v, w in sorted(acc.items()) if w != 0)
+    if not items:
+        raise ValueError(f"`{argname}` must contain at least one atom with positive weight")
+    tot = sum(w for w, _ in items)
+    if tot != 1 and abs(float(tot - 1)) > 1e-12:
+        raise ValueError(f"`{argname}`: the weights must sum to 1 (exactly, or within 1e-12), "
+                         f"got {float(tot)!r}")
+    return items
+
+
+def _measure_name(prefix, items):
+    if len(items) == 1 and items[0][0] == 1:
+        return f"{prefix}:{_G.frac_str(items[0][1])}"
+    return (f"{prefix}_mu(" + ", ".join(f"{_G.frac_str(w)}*g:{_G.frac_str(v)}" for w, v in items)
+            + ")")
 
 
 def _parse_mixture_items(s):
@@ -909,8 +1115,9 @@ def _check_weight(w, argname):
         raise TypeError(f"`{argname}`: mixture weights must be real numbers, "
                         f"got {type(w).__name__}")
     w = float(w)
-    if not math.isfinite(w) or w <= 0:
-        raise ValueError(f"`{argname}`: mixture weights must be finite and > 0, got {w!r}")
+    if not math.isfinite(w) or w == 0:
+        raise ValueError(f"`{argname}`: mixture weights must be finite and nonzero (either "
+                         f"sign), got {w!r}")
     return w
 
 
@@ -938,15 +1145,17 @@ def get_link(spec) -> Link:
     Parameters
     ----------
     spec : str, Link or tuple
-        A name from ``LINK_NAMES``, ``"damped_cubic:<a>"`` (a float or ratio, a > 0), a mixture
-        name ``"mixture(w1*name1, w2*name2, ...)"``, a :class:`Link` (returned as is), or
-        ``("damped_cubic", a)``.
+        A name from ``LINK_NAMES``, ``"damped_cubic:<a>"`` (a float or ratio, a > 0), the
+        paper's ``"g:<v>"`` / ``"q:<v>"`` (v ∈ [1/3, 1], exact rational) and
+        ``"g_mu(w1*g:v1, ...)"`` / ``"q_mu(...)"``, a mixture name
+        ``"mixture(w1*name1, w2*name2, ...)"``, a registered ``"user:<name>"``, a
+        :class:`Link` (returned as is), ``("damped_cubic", a)``, ``("g", v)`` or ``("q", v)``.
 
     Raises
     ------
     ValueError
         Unknown name (the message lists the valid names and a close match), a ≤ 0 or
-        non-finite, bad mixture weights.
+        non-finite, v outside [1/3, 1], bad mixture or measure weights, unregistered user link.
     TypeError
         ``spec`` of another type.
 
@@ -957,6 +1166,8 @@ def get_link(spec) -> Link:
     ([0.0, 0.0, 1.0], 0.0, 0.0)
     >>> get_link(("damped_cubic", 0.5)).name
     'damped_cubic:0.5'
+    >>> get_link("g:0.5").name, get_link(("g", 1 / 3)).name
+    ('g:1/2', 'g:1/3')
     """
     if isinstance(spec, Link):
         return spec
@@ -964,13 +1175,15 @@ def get_link(spec) -> Link:
 
 
 def mixture(pairs) -> Link:
-    """Positive mixture Σ_l w_l g_l of links.
+    """Signed mixture Σ_l w_l g_l of links.
 
     Parameters
     ----------
     pairs : sequence of (float, str | Link | tuple)
-        Weights w_l > 0 (finite) and links (any ``get_link`` spec). Nested mixtures are
-        flattened (weights multiplied in float64).
+        Weights w_l (finite, nonzero, either sign) and links (any ``get_link`` spec). Nested
+        mixtures are flattened (weights multiplied in float64). Tail bounds stay valid for
+        negative weights: the Minkowski bounds use |w_l|, Gaussian-polynomial and g_μ
+        mixtures are handled exactly.
 
     Returns
     -------
@@ -989,3 +1202,55 @@ def mixture(pairs) -> Link:
     if not items:
         raise ValueError("`pairs` must contain at least one (weight, link) pair")
     return _link_from_name(_mixture_name(_flatten(items)))
+
+
+def g_mixture(measure, *, normalized: bool = False) -> Link:
+    """The paper's link g_μ = ∫ g_v dμ(v) (or q_μ = g_μ/N_μ) for an atomic probability measure μ.
+
+    Kumar (arXiv 2609.39408), eq. (7): g_v(t) = v^{−7/2}(t³ − 3vt)exp(−(1/v − 1)t²/2),
+    v ∈ [1/3, 1].
+
+    Parameters
+    ----------
+    measure : sequence of (weight, v), or "uniform"
+        Atoms of μ, or ``"uniform"`` for μ uniform on [1/3, 1] (``g_mu(uniform)``, given by
+        its moments (2/3)^j/(j+1)). Weights ≥ 0 and locations v ∈ [1/3, 1] of atoms are read
+        as exact rationals: ints, Fractions, strings ("1/3", "0.2" = 1/5 exactly) or floats
+        (a float is read as the rational with the smallest denominator that rounds to it:
+        0.2 → 1/5, 1/3 → 1/3).
+        The weights must sum to 1 exactly or within 1e−12 (they are kept as given, never
+        rescaled). Atoms at the same v are merged.
+    normalized : bool
+        False: g_μ (``g_mu(...)`` / ``g:<v>``). True: q_μ = g_μ/N_μ (``q_mu(...)`` / ``q:<v>``),
+        E[q_μ²] = 1.
+
+    Returns
+    -------
+    Link
+        Canonical name ``g_mu(w1*g:v1, w2*g:v2, ...)`` (weights and v as reduced fractions, atoms
+        sorted by v), or ``g:<v>`` for a point mass. Its Hermite coefficients are the exact series
+        ⟨g_μ, h_{2j+3}⟩ = (−1)^j √((2j+3)!)/(2^j j!)·∫(1 − v)^j dμ (computed at 50 digits), its
+        E[g²] = N_μ² = ∬K((1−v)(1−w))dμdμ with K(t) = 3(2+3t)/(1−t)^{7/2}, and its tails beyond
+        N_tab are geometric upper bounds (``tail_beyond == "closed-form"``).
+
+    Examples
+    --------
+    >>> g_mixture([(0.5, 1), (0.5, "1/3")]).name            # paper Table 1, "g_1 + g_{1/3}"
+    'g_mu(1/2*g:1/3, 1/2*g:1)'
+    >>> g_mixture([(0.2, 0.4), (0.3, 0.7), (0.5, 1)]).name  # "Three-scale mixture"
+    'g_mu(1/5*g:2/5, 3/10*g:7/10, 1/2*g:1)'
+    """
+    if not isinstance(normalized, bool):
+        raise TypeError(f"`normalized` must be True or False, got {normalized!r}")
+    if isinstance(measure, str) and measure == "uniform":
+        return get_link(("q" if normalized else "g") + "_mu(uniform)")
+    items = _check_measure(measure, "measure")
+    return get_link(_measure_name("q" if normalized else "g", items))
+
+
+#: links registered by from_hermite / from_callable, by canonical name ``user:<name>``
+_USER_LINKS: dict = {}
+
+from .links_user import from_callable, from_hermite  # noqa: E402  (needs the names above)
+
+__all__ += ["g_mixture", "from_hermite", "from_callable"]

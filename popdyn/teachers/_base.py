@@ -87,8 +87,9 @@ class Teacher:
         """y = Σ_k κ_k g(u_k·x) with orthonormal rows ``U`` (r, d) and link ``g``.
 
         ``link`` is a name (``h1``…``h6``, ``h3+0.3h2``, ``relu``, ``tanh``, ``abs``, ``sin``,
-        ``silu``, ``silu_centered``, ``gaussian_bump``, ``damped_cubic:a``) or a
-        :class:`popdyn.links.Link` (e.g. a positive mixture).  ``kappa`` defaults to ones.
+        ``silu``, ``silu_centered``, ``gaussian_bump``, ``damped_cubic:a``, the paper's
+        ``g:<v>`` / ``q:<v>`` / ``g_mu(...)``, ``user:<name>``) or a
+        :class:`popdyn.links.Link` (e.g. a signed mixture).  ``kappa`` defaults to ones.
         The teacher is *not* normalized; use :meth:`normalized` explicitly for unit variance.
         """
         return _KINDS["additive"].build(link, U, kappa)
@@ -105,9 +106,10 @@ class Teacher:
 
         Parameters
         ----------
-        gate : {"id", "gelu", "tanh", "relu", "rotation"}
-            F = identity (y = st), exact GELU zΦ(z), tanh, max(z, 0); ``"rotation"`` is the
-            bilinear rotation control y = κ(s² − t²)/2 (= s′t′ in the frame rotated by 45°).
+        gate : {"id", "gelu", "tanh", "relu", "silu", "h2", "rotation"}
+            F = identity (y = st), exact GELU zΦ(z), tanh, max(z, 0), SiLU z/(1 + e^{−z}),
+            h_2(z) = (z² − 1)/√2; ``"rotation"`` is the bilinear rotation control
+            y = κ(s² − t²)/2 (= s′t′ in the frame rotated by 45°).
         U : array_like (2, d)
             Orthonormal rows u_1 (gate axis) and u_2 (value axis).
         kappa : float
@@ -115,7 +117,8 @@ class Teacher:
 
         Notes
         -----
-        E[y] = 0 and V_Y = κ²E[F(Z)²].  The teacher is stored by its normalized Hermite tensor
+        E[y] = 0 and V_Y = κ²E[F(Z)²].  With ``normalized("second_moment")`` these are the
+        product targets Y_g = g(S)T/√E[g(S)²] of Kumar (arXiv 2609.39408), eq. (20).  The teacher is stored by its normalized Hermite tensor
         (exact for ``id`` and ``rotation``; truncated with a tail bound otherwise) and every
         population moment reduces to bivariate scalar moments (DESIGN §3); see
         :mod:`popdyn.teachers.gated`.

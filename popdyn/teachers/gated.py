@@ -11,8 +11,15 @@ Gated teachers (``Teacher.gated``), s = u_1·x, t = u_2·x:
 ``gelu``       GELU(s)·t, GELU = zΦ(z)    F_{a,1} = ĝ_a, a ≤ 200 (closed form in mpmath)
 ``tanh``       tanh(s)·t                  F_{a,1} = ĝ_a, a ≤ 512 (popdyn.links table)
 ``relu``       max(s, 0)·t                F_{a,1} = ĝ_a, a ≤ 512 (closed form)
+``silu``       SiLU(s)·t, s/(1 + e^{−s})  F_{a,1} = ĝ_a, a ≤ 512 (popdyn.links table)
+``h2``         h_2(s)·t = (s² − 1)t/√2    F_{2,1} = 1 (exact)
 ``rotation``   (s² − t²)/2                F_{2,0} = 1/√2, F_{0,2} = −1/√2 (exact)
 =============  =========================  ============================================
+
+``id``, ``silu``, ``relu``, ``gelu``, ``tanh`` and ``h2`` are the six product targets of
+Kumar (arXiv 2609.39408), eq. (20), Y_g = g(S)T/√E[g(S)²] once normalized to E[y²] = 1
+(``Teacher.normalized("second_moment")``); the SiLU gate keeps its mean E[SiLU(S)] ≠ 0 (a linear
+component F_{0,1} in t), as in the paper.
 
 ``rotation`` is the bilinear rotation control: the product s′t′ of the coordinates rotated by
 45° (s′ = (s+t)/√2, t′ = (s−t)/√2), i.e. the function s·t written in a frame where the declared
@@ -24,8 +31,8 @@ Accuracy.  Against smooth student units (SiLU gates, silu/gelu/tanh/erf students
 piecewise-linear students (relu, leaky_relu) the relu gate's series would converge only
 algebraically as the student direction approaches the gate axis, so that pair uses closed
 forms (:func:`_relu_gate_pl`: the engine's PL pair moments and a conditional-Gaussian formula).
-The GELU and tanh gates against PL students use (MI-1) with their tabulated 200 / 512
-coefficients (geometric / exp(−c√n) decay); for other non-polynomial tensors against PL
+The GELU, tanh and SiLU gates against PL students use (MI-1) with their tabulated 200 / 512 /
+512 coefficients (geometric / exp(−c√n) decay); for other non-polynomial tensors against PL
 students the truncation is estimated in ``info["error"]``.  Polynomial tensors (id, rotation,
 any finite tensor) are exact.
 
@@ -48,7 +55,7 @@ from .._moments import UnitSet, cross_moments
 from ._base import register_kind
 from .multi_index import HermiteTensor, MultiIndexFunction, MultiIndexTeacher
 
-GATES = ("id", "gelu", "tanh", "relu", "rotation")
+GATES = ("id", "gelu", "tanh", "relu", "silu", "h2", "rotation")
 
 
 # ---------------------------------------------------------------------------------- gates
@@ -101,10 +108,12 @@ def _relu_gate(N=512):
 
 
 @functools.lru_cache(maxsize=None)
-def _tanh_gate():
+def _table_gate(name):
+    """(coefficients F_{a,1} = ĝ_a, a ≤ 512, E[g²], tail Σ_{a>512} ĝ_a²) of the tabulated links
+    tanh and silu (:mod:`popdyn.links`, data/links/links.npz)."""
     from ..links import get_link      # links loads mpmath: on first use (CLI start-up)
 
-    lk = get_link("tanh")
+    lk = get_link(name)
     return lk.coefficients_full(lk.N_tab), float(lk.second_moment), float(lk.t2[-1])
 
 
@@ -116,12 +125,18 @@ def gate_tensor(gate: str) -> tuple:
     if gate == "rotation":
         r = 1.0 / math.sqrt(2.0)
         return HermiteTensor.from_dict({(2, 0): r, (0, 2): -r}), 1.0, None
+    if gate == "h2":
+        return (HermiteTensor.from_dict({(2, 1): 1.0}), 1.0,
+                lambda s: (s * s - 1.0) / math.sqrt(2.0))
     if gate == "gelu":
         c, e2, tail = _gelu_coeffs()
         fn = lambda s: s * special.ndtr(s)
     elif gate == "tanh":
-        c, e2, tail = _tanh_gate()
+        c, e2, tail = _table_gate("tanh")
         fn = np.tanh
+    elif gate == "silu":
+        c, e2, tail = _table_gate("silu")
+        fn = lambda s: s * special.expit(s)
     else:
         c, e2, tail = _relu_gate()
         fn = lambda s: np.maximum(s, 0.0)

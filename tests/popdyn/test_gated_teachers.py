@@ -17,7 +17,8 @@ def test_mean_variance_and_evaluation(gate):
     T = Teacher.gated(gate, U)
     ctx = mpmath.MPContext(); ctx.dps = 20
     F = {"id": lambda s: s, "gelu": lambda s: s * ctx.ncdf(s), "tanh": ctx.tanh,
-         "relu": lambda s: max(s, 0)}
+         "relu": lambda s: max(s, 0), "silu": lambda s: s / (1 + ctx.exp(-s)),
+         "h2": lambda s: (s * s - 1) / ctx.sqrt(2)}
     if gate == "rotation":
         e2 = 1.0
     else:
@@ -27,6 +28,7 @@ def test_mean_variance_and_evaluation(gate):
     X = np.random.default_rng(1).standard_normal((7, D))
     s, t = X @ U[0], X @ U[1]
     want = {"id": s * t, "gelu": None, "tanh": np.tanh(s) * t, "relu": np.maximum(s, 0) * t,
+            "silu": s / (1 + np.exp(-s)) * t, "h2": (s * s - 1) / np.sqrt(2) * t,
             "rotation": 0.5 * (s * s - t * t)}[gate]
     if want is not None:
         np.testing.assert_allclose(T(X), want, rtol=1e-14)
@@ -90,8 +92,8 @@ def test_ordinary_monte_carlo_and_refit():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match=r"`gate` must be one of \['gelu', 'id', 'relu', "
-                                         r"'rotation', 'tanh'\]"):
+    with pytest.raises(ValueError, match=r"`gate` must be one of \['gelu', 'h2', 'id', 'relu', "
+                                         r"'rotation', 'silu', 'tanh'\]"):
         Teacher.gated("sigmoid", U)
     with pytest.raises(ValueError, match="orthonormal"):
         Teacher.gated("id", 2 * U)
