@@ -22,8 +22,9 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
                 (skip = true: a learned linear skip v·x, popdyn.Student(..., skip=True),
                 the ``skip`` family of popdyn.skip; absent or false: no skip, and the run's key
                 is that of a config without the key)
-                activation = "swiglu": d, m, intercept, clock only   (SwiGLU student;
-                clock = "standard" | "mean_field": popdyn.SwiGLUStudent)
+                activation = "swiglu": d, m, intercept, clock, biases only   (SwiGLU student;
+                clock = "standard" | "mean_field": popdyn.SwiGLUStudent; biases = true: the
+                gate/value biases of Kumar eq. (71), with [init] convention = "paper" allowed)
     [init]      scale, seeds (list or {start, count}), fit_intercept,
                 convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries)
     [train]     method ("flow" | "gd"), lr, head_lr_mult, bias_lr_mult, intercept_lr_mult,
@@ -78,7 +79,7 @@ from .models import Student
 from .teachers import Teacher
 
 #: [student] keys of a SwiGLU student (``activation = "swiglu"``)
-SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock")
+SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock", "biases")
 #: teacher kinds and the keys that belong to one kind only
 TEACHER_KINDS = ("additive", "network", "gated")
 GATES = ("id", "gelu", "tanh", "relu", "rotation")
@@ -234,9 +235,11 @@ def make_student(table: dict):
         extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
         if extra:
             raise ConfigError(
-                f"[student] activation = 'swiglu' takes only d, m, intercept and clock; {extra} "
+                f"[student] activation = 'swiglu' takes only d, m, intercept, clock and biases; "
+                f"{extra} "
                 "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
-                "(v_j·x) + c has no biases, no negative slope and standard scaling): remove "
+                "(v_j·x) + c has no negative slope and standard scaling; its gate/value biases "
+                "are `biases = true`): remove "
                 + ("it" if len(extra) == 1 else "them"))
         t.pop("activation")
         return SwiGLUStudent(**t)
@@ -418,10 +421,13 @@ def expand(cfg: dict) -> list:
         if not isinstance(init["fit_intercept"], bool):
             raise ConfigError(f"[init] fit_intercept must be true or false in {where}")
         if "convention" in init:
-            if init["convention"] not in INIT_CONVENTIONS:
-                close = difflib.get_close_matches(str(init["convention"]), INIT_CONVENTIONS, n=1)
+            # "paper": Kumar eq. (73) init of the biased SwiGLU student (popdyn.swiglu)
+            conventions = INIT_CONVENTIONS + (("paper",) if getattr(student, "biases", False)
+                                              else ())
+            if init["convention"] not in conventions:
+                close = difflib.get_close_matches(str(init["convention"]), conventions, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(f"[init] convention must be one of {list(INIT_CONVENTIONS)} in "
+                raise ConfigError(f"[init] convention must be one of {list(conventions)} in "
                                   f"{where}, got {init['convention']!r}.{hint}")
         sched = {**SCHEDULE_DEFAULTS, **sec["schedule"]}
         try:
