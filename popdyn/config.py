@@ -93,7 +93,7 @@ _SECTIONS = {
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
     "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock",
-                "skip"},
+                "skip", "biases"},
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode"},

@@ -1030,14 +1030,13 @@ def _diff_norm_biased(p, q) -> float:
 class SwiGLUBiasFamily(SwiGLUFamily):
     """The ``swiglu_bias`` family: the student of Kumar (arXiv 2609.39408) eq. (71) (κ = 1) with
     trained gate and value biases, ``SwiGLUStudent(biases=True)``.  The same protocol as
-    :class:`SwiGLUFamily` (clocks, rates, fitted intercept); moments from :func:`moments_biased`.
-    ``same_budget`` / ``bounded`` refits and certification are not provided for it."""
+    :class:`SwiGLUFamily` (clocks, rates, fitted intercept, refit kinds on the centered feature
+    Gram); moments from :func:`moments_biased`.  Certification is not provided for it."""
 
     name = "swiglu_bias"
     label = "SwiGLU (biased)"
     fields = ("a", "G", "V", "bg", "bv", "c")
     params_type = SwiGLUBiasParams
-    refit_kinds = ("unrestricted",)
 
     def shapes(self) -> dict:
         m, d = self.student.m, self.student.d

@@ -207,3 +207,18 @@ def test_certify_refuses_the_biased_student():
                            "gate/value biases") as e:
             call()
         assert "\n" not in str(e.value)
+
+
+def test_config_biased_student_and_paper_init(tmp_path):
+    from popdyn import config as C
+    from popdyn.experiments import run_one
+    text = ('name = "tiny_bias"\n[teacher]\nlink = "relu"\n[student]\nactivation = "swiglu"\n'
+            'd = 4\nm = 3\nbiases = true\nclock = "mean_field"\n[init]\nscale = 0.1\n'
+            'convention = "paper"\n[train]\nmethod = "gd"\nlr = 0.2\nmax_updates = 3\n'
+            '[diagnostics]\ncertify = false\ngeometry = false\n')
+    cfg = C.expand(C.loads(text))[0]
+    student = C.make_student(cfg["student"])
+    assert student.biases and student.family.name == "swiglu_bias"
+    assert run_one(cfg, tmp_path / "s")["status"] == "horizon"
+    with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry'\]"):
+        C.expand(C.loads(text.replace("biases = true\n", "")))
