@@ -764,9 +764,6 @@ def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket
 
 _families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment,
                    refit=swiglu_refit_problem, refit_standalone=True)
-# the biased student is refused by name (no numerical fallback under a certify call)
-_families.register("swiglu_bias", loss=_refuse_biased, alignment=_refuse_biased,
-                   refit=_refuse_biased, refit_standalone=True)
 
 
 _MO_CLEAR_HOOKS.append(_SETUP_CACHE.clear)    # certify.moments.clear_cache clears this cache too

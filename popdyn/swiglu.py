@@ -1028,12 +1028,14 @@ def _diff_norm_biased(p, q) -> float:
 
 
 class SwiGLUBiasFamily(SwiGLUFamily):
-    """The ``swiglu_bias`` family: the student of Kumar (arXiv 2609.39408) eq. (71) (κ = 1) with
+    """The ``swiglu`` family of a biased student: the student of Kumar (arXiv 2609.39408) eq. (71) (κ = 1) with
     trained gate and value biases, ``SwiGLUStudent(biases=True)``.  The same protocol as
     :class:`SwiGLUFamily` (clocks, rates, fitted intercept, refit kinds on the centered feature
-    Gram); moments from :func:`moments_biased`.  Certification is not provided for it."""
+    Gram); moments from :func:`moments_biased`.  It carries the registry name ``swiglu`` (every
+    generic layer treats it as a SwiGLU student; :mod:`certify.swiglu` refuses it by its
+    ``biases`` flag) and is built by ``SwiGLUStudent(biases=True)``, not looked up by name."""
 
-    name = "swiglu_bias"
+    name = "swiglu"
     label = "SwiGLU (biased)"
     fields = ("a", "G", "V", "bg", "bv", "c")
     params_type = SwiGLUBiasParams
@@ -1080,8 +1082,6 @@ class SwiGLUBiasFamily(SwiGLUFamily):
     def diff_norm(self, p, q) -> float:
         return _diff_norm_biased(p, q)
 
-
-_family.register("swiglu_bias", SwiGLUBiasFamily)
 
 
 # ============================================================================ paper protocol
@@ -1149,9 +1149,9 @@ def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
     """
     from . import dynamics as _dyn
 
-    fam = student.family
-    if fam.name not in ("swiglu", "swiglu_bias"):
+    if not isinstance(student, SwiGLUStudent):
         raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
+    fam = student.family
     fam.check(params, teacher)
     if not student.intercept:
         raise ValueError("`student.intercept` must be True: the paper's protocol profiles the "

@@ -218,7 +218,7 @@ def test_config_biased_student_and_paper_init(tmp_path):
             '[diagnostics]\ncertify = false\ngeometry = false\n')
     cfg = C.expand(C.loads(text))[0]
     student = C.make_student(cfg["student"])
-    assert student.biases and student.family.name == "swiglu_bias"
+    assert student.biases and isinstance(student.family, sw.SwiGLUBiasFamily)
     assert run_one(cfg, tmp_path / "s")["status"] == "horizon"
     with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry'\]"):
         C.expand(C.loads(text.replace("biases = true\n", "")))
