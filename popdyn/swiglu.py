@@ -1106,26 +1106,43 @@ def _paper_axpy(p, g, dt, m: int):
     return type(p)(a=p.a - (2.0 * dt / m) * g.a, c=p.c, **kw)
 
 
-def paper_step(p, g, m: int, *, dt=None, rel_change: float = 0.01, dt_max: float = 50.0):
+#: how the relative parameter change of the adaptive step is measured (:func:`paper_step`)
+REL_NORMS = ("global", "block")
+
+
+def paper_step(p, g, m: int, *, dt=None, rel_change: float = 0.01, dt_max: float = 50.0,
+               rel_norm: str = "global"):
     """The mean-field step Δt of the paper's Euler rule at state ``p`` with gradient ``g`` (of L½).
 
     ``dt`` given: that fixed Δt.  Otherwise the adaptive rule of Kumar (arXiv 2609.39408) App.
     U.6 ("Adaptive steps cap the relative parameter change at 0.01 and the mean-field step at
-    50"): Δt = min(dt_max, rel_change·‖θ‖/‖mΔt∇L‖/Δt), i.e. the Euclidean norm of the whole
-    update of the trained mean-field parameters θ = (ã, g, b, v, c) is at most ``rel_change``
-    times ‖θ‖.  The paper does not spell out the norm; this global Euclidean reading (one norm
-    over every trained block, the fitted intercept excluded) is the one implemented.
+    50"): Δt = min(dt_max, rel_change·‖θ‖/‖dθ/dt‖), so that the update of the trained mean-field
+    parameters θ = (ã, g, b, v, c) changes them by at most ``rel_change`` relative to ‖θ‖.  The
+    paper does not spell out the norm: ``rel_norm="global"`` (default) takes one Euclidean norm
+    over every trained block (the fitted intercept excluded); ``"block"`` caps every block
+    (ã, G, V and, when present, the gate and value biases) separately, the reading of its
+    App. B "relative block change" rule.
     """
     if dt is not None:
         return float(dt)
-    nth, nv = _paper_speed(p, g, m)
-    if nv == 0.0:
-        return float(dt_max)
-    return float(min(dt_max, rel_change * nth / nv))
+    V.choice("rel_norm", rel_norm, REL_NORMS)
+    if rel_norm == "global":
+        nth, nv = _paper_speed(p, g, m)
+        return float(dt_max) if nv == 0.0 else float(min(dt_max, rel_change * nth / nv))
+    h = float(dt_max)
+    for f in p._ARRAYS:
+        sc = float(m) if f == "a" else 1.0            # ã = m·a
+        vs = 2.0 / m if f == "a" else 2.0 * m         # |dθ_B/dt| per unit of ‖∂L½/∂θ_B‖ (stored)
+        nth = sc * float(np.linalg.norm(getattr(p, f)))
+        nv = sc * vs * float(np.linalg.norm(getattr(g, f)))
+        if nv > 0.0:
+            h = min(h, rel_change * nth / nv)
+    return h
 
 
 def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
-                dt_max: float = 50.0, loss_stop: float = 0.0, t_max: float = np.inf,
+                dt_max: float = 50.0, rel_norm: str = "global", loss_stop: float = 0.0,
+                t_max: float = np.inf,
                 n_max: int = 20000, explode: float = 1e6, schedule=None, recorder=None,
                 rtol: float = 1e-10):
     """Train a SwiGLU student with the experimental protocol of Kumar (arXiv 2609.39408) App. U.6.
@@ -1137,8 +1154,11 @@ def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
     * Explicit Euler θ_{n+1} = θ_n − mΔt_n∇_θL on the mean-field coordinates (ã_j = m·a_j, every
       inner block including the biases), one learning rate mΔt for all blocks, mean-field clock
       t = Σ Δt_n (``Trajectory.t``).
-    * ``dt=None``: the adaptive step of :func:`paper_step` (relative change ≤ ``rel_change``,
-      Δt ≤ ``dt_max``); a float: fixed Δt (the controls use 0.3, 0.1, 0.05).
+    * ``dt=None``: the adaptive step of :func:`paper_step` (relative change ≤ ``rel_change``
+      measured by ``rel_norm``, Δt ≤ ``dt_max``); a float: fixed Δt (the controls use 0.3,
+      0.1, 0.05).  Fixed Δt is also ``popdyn.train(student, ..., method="gd", lr=2Δt,
+      head_lr_mult=1)`` for a ``clock="mean_field"`` student (the same updates; there the
+      clock is 2t, the clock of L½).
     * Stops at the first update with ℓ ≤ ``loss_stop`` (``converged``; 0 disables), t ≥ ``t_max``
       or n ≥ ``n_max`` (``horizon``), or a non-finite / exploding state (``diverged``, the
       :func:`popdyn.train` safeguard ``explode``).
@@ -1160,6 +1180,7 @@ def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
         dt = V.real("dt", dt, positive=True)
     rel_change = V.real("rel_change", rel_change, positive=True)
     dt_max = V.real("dt_max", dt_max, positive=True)
+    V.choice("rel_norm", rel_norm, REL_NORMS)
     loss_stop = V.real("loss_stop", loss_stop, nonnegative=True)
     t_max = V.real("t_max", t_max, positive=True, allow_inf=True)
     n_max = V.nonneg_int("n_max", n_max)
@@ -1179,7 +1200,8 @@ def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
 
     class _PaperEuler(_dyn.Stepper):
         def _propose(self):
-            h = paper_step(self.p, self.g, m, dt=dt, rel_change=rel_change, dt_max=dt_max)
+            h = paper_step(self.p, self.g, m, dt=dt, rel_change=rel_change, dt_max=dt_max,
+                           rel_norm=rel_norm)
             steps.append(h)
             return _paper_axpy(self.p, self.g, h, m), h
 
@@ -1190,7 +1212,8 @@ def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
     run = _PaperEuler(problem, rec).run()
     sn, stt, snaps = rec.arrays()
     info = dict(method="paper_euler", dt="adaptive" if dt is None else dt,
-                rel_change=rel_change, dt_max=dt_max, loss_stop=loss_stop, t_max=t_max,
+                rel_change=rel_change, dt_max=dt_max, rel_norm=rel_norm, loss_stop=loss_stop,
+                t_max=t_max,
                 n_max=n_max, clock="mean_field", loss="Var(y - f~)",
                 intercept="fitted", grad_evals=run.grad_evals,
                 dt_used=np.array(steps), wall_time=time.perf_counter() - t0)

@@ -193,3 +193,34 @@ def test_paper_diagnostics_smoke_run():
     assert r0["resolved"] and 0 <= r0["A_top"] <= 1 and 0 <= r0["R"] <= 1
     assert r0["R_band"][0] <= r0["R"] <= r0["R_band"][1]
     assert abs(r0["l"] - tr.normalized_loss[0]) < 1e-14
+
+
+def test_fixed_step_equals_popdyn_train_on_the_mean_field_clock():
+    """Fixed-Δt paper GD is popdyn.train(method="gd", lr=2Δt) of a mean-field-clock student
+    (an independent code path: the family's rates and dynamics._train_rescaled)."""
+    s, p, T = tiny()
+    a = sw.train_paper(s, p, T, dt=0.2, n_max=4)
+    b = popdyn_train(s, p, T, method="gd", lr=0.4, max_updates=4)
+    assert np.allclose(a.loss, b.loss, rtol=1e-13, atol=0)
+    for f in ("a", "G", "V", "bg", "bv"):
+        assert np.allclose(getattr(a.final, f), getattr(b.final, f), rtol=1e-12, atol=1e-15)
+    assert np.allclose(2 * a.t, b.t, rtol=1e-15)
+
+
+def popdyn_train(*args, **kw):
+    import popdyn
+    return popdyn.train(*args, **kw)
+
+
+def test_block_relative_change():
+    s, p, T = tiny()
+    _, g, p = s.family.evaluate(p, T, 1e-10)
+    m = s.m
+    dt = sw.paper_step(p, g, m, rel_norm="block")
+    q = sw._paper_axpy(p, g, dt, m)
+    ratios = [np.linalg.norm(getattr(q, f) - getattr(p, f)) / np.linalg.norm(getattr(p, f))
+              for f in p._ARRAYS]
+    assert abs(max(ratios) - 0.01) < 1e-12
+    assert dt <= sw.paper_step(p, g, m)
+    with pytest.raises(ValueError, match="`rel_norm` must be one of"):
+        sw.paper_step(p, g, m, rel_norm="blocks")
