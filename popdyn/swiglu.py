@@ -42,6 +42,18 @@ state visited by :func:`popdyn.train` (the flow of the profiled loss min_c L, wh
 in (a, G, V) is the partial gradient at c*).  ``population_loss`` / ``population_grad`` evaluate
 at the intercept given (its gradient E[r] vanishes at c*).
 
+Biased student (``SwiGLUStudent(biases=True)``, :class:`SwiGLUBiasParams`): the student of
+Kumar (arXiv 2609.39408) eq. (71) with κ = 1, f = Σ_j a_j S(g_j·x + b_j)(v_j·x + c_j) + c, every
+neuron with a trained gate bias b_j and value bias c_j.  A gate bias keeps each gate a ridge
+function of θ_j·x, so the pair moments stay Mehler sums of the sequences
+T^{(p)}_n(α, b) = E[S^{(p)}(αz + b) h_n(z)]; the value biases enter through Stein's identity on
+affine factors (:func:`moments_biased`, :class:`SwiGLUBiasMoments`).  The paper's experimental
+protocol (App. U.6) is :func:`train_paper` (L = Var(y − f̃), explicit Euler with one rate mΔt on
+the mean-field coordinates, 1% relative-change cap, Δt ≤ 50, stopping rules), with
+:func:`loss_prefix` (the |ℓ − ℓ₀| ≤ δ plateau), :func:`refit_paper` (centered features,
+equilibrated eigencutoff 1e−12 and the 1e−8…1e−14 band) and :func:`alignment_paper`
+(A_top, A_min and the U.8 resolution rule).
+
 References
 ----------
 Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): SwiGLU students with an exactly

@@ -224,3 +224,17 @@ def test_block_relative_change():
     assert dt <= sw.paper_step(p, g, m)
     with pytest.raises(ValueError, match="`rel_norm` must be one of"):
         sw.paper_step(p, g, m, rel_norm="blocks")
+
+
+def test_refit_paper_agrees_with_popdyn_refit_risk():
+    """Two implementations of the unrestricted refit at one state: the paper's equilibrated
+    eigencutoff solve and popdyn.refit_risk (risk in units of V_Y there)."""
+    import popdyn
+    d, m = 4, 5
+    T = Teacher.additive("relu", np.eye(d)[:1], [np.sqrt(2.0)])
+    s = SwiGLUStudent(d, m, biases=True, clock="mean_field")
+    p = s.init(1, 0.6, T, convention="paper")
+    R = sw.refit_paper(s, p, T)
+    ref = popdyn.refit_risk(s, p, T, "unrestricted")
+    assert abs(R["R"] * T.variance - ref.risk) < 1e-10
+    assert R["band"][0] <= R["R"] <= R["band"][1] and R["rank"] == m
