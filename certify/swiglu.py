@@ -421,8 +421,19 @@ def _check(student, params, prec):
     prec = A.check_prec(prec)
     if not isinstance(student, SwiGLUStudent):
         raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
+    if student.biases:
+        _refuse_biased(student)
     student.check(params)
     return prec
+
+
+_BIASED_REFUSAL = ("certify does not enclose the SwiGLU student with gate/value biases "
+                   "(SwiGLUStudent(biases=True)): its biased Mehler moments have no Arb bracket")
+
+
+def _refuse_biased(student, *args, **kw):
+    """Certification of the biased SwiGLU student (Kumar eq. (71)) is not provided: one line."""
+    raise CertificationError(_BIASED_REFUSAL, hint="use popdyn's float64 values (numerical)")
 
 
 def _order(student, params):

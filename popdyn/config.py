@@ -24,8 +24,9 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
                 (skip = true: a learned linear skip v·x, popdyn.Student(..., skip=True),
                 the ``skip`` family of popdyn.skip; absent or false: no skip, and the run's key
                 is that of a config without the key)
-                activation = "swiglu": d, m, intercept, clock only   (SwiGLU student;
-                clock = "standard" | "mean_field": popdyn.SwiGLUStudent)
+                activation = "swiglu": d, m, intercept, clock, biases only   (SwiGLU student;
+                clock = "standard" | "mean_field": popdyn.SwiGLUStudent; biases = true: the
+                gate/value biases of Kumar eq. (71), with [init] convention = "paper" allowed)
     [init]      scale, seeds (list or {start, count}), fit_intercept,
                 convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries
                 | "iid": every entry of a, W and b IID N(0, s²/d), Kumar §3)
@@ -90,7 +91,7 @@ from .plateau import NAMED_RULES
 from .teachers import Teacher
 
 #: [student] keys of a SwiGLU student (``activation = "swiglu"``)
-SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock")
+SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock", "biases")
 #: teacher kinds and the keys that belong to one kind only
 TEACHER_KINDS = ("additive", "network", "gated")
 from .teachers.gated import GATES  # noqa: E402  (id, gelu, tanh, relu, silu, h2, rotation)
@@ -104,7 +105,7 @@ _SECTIONS = {
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
     "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock",
-                "skip", "preset"},
+                "skip", "preset", "biases"},
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode",
@@ -259,9 +260,11 @@ def make_student(table: dict):
         extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
         if extra:
             raise ConfigError(
-                f"[student] activation = 'swiglu' takes only d, m, intercept and clock; {extra} "
+                f"[student] activation = 'swiglu' takes only d, m, intercept, clock and biases; "
+                f"{extra} "
                 "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
-                "(v_j·x) + c has no biases, no negative slope and standard scaling): remove "
+                "(v_j·x) + c has no negative slope and standard scaling; its gate/value biases "
+                "are `biases = true`): remove "
                 + ("it" if len(extra) == 1 else "them"))
         t.pop("activation")
         return SwiGLUStudent(**t)
@@ -468,10 +471,13 @@ def expand(cfg: dict) -> list:
         if not isinstance(init["fit_intercept"], bool):
             raise ConfigError(f"[init] fit_intercept must be true or false in {where}")
         if "convention" in init:
-            if init["convention"] not in INIT_CONVENTIONS:
-                close = difflib.get_close_matches(str(init["convention"]), INIT_CONVENTIONS, n=1)
+            # "paper": Kumar eq. (73) init of the biased SwiGLU student (popdyn.swiglu)
+            conventions = INIT_CONVENTIONS + (("paper",) if getattr(student, "biases", False)
+                                              else ())
+            if init["convention"] not in conventions:
+                close = difflib.get_close_matches(str(init["convention"]), conventions, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(f"[init] convention must be one of {list(INIT_CONVENTIONS)} in "
+                raise ConfigError(f"[init] convention must be one of {list(conventions)} in "
                                   f"{where}, got {init['convention']!r}.{hint}")
         if "kind" in sec["schedule"]:
             fixed = sorted(k for k in ("every", "early") if k in sec["schedule"])

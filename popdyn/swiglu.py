@@ -42,6 +42,18 @@ state visited by :func:`popdyn.train` (the flow of the profiled loss min_c L, wh
 in (a, G, V) is the partial gradient at c*).  ``population_loss`` / ``population_grad`` evaluate
 at the intercept given (its gradient E[r] vanishes at c*).
 
+Biased student (``SwiGLUStudent(biases=True)``, :class:`SwiGLUBiasParams`): the student of
+Kumar (arXiv 2609.39408) eq. (71) with κ = 1, f = Σ_j a_j S(g_j·x + b_j)(v_j·x + c_j) + c, every
+neuron with a trained gate bias b_j and value bias c_j.  A gate bias keeps each gate a ridge
+function of θ_j·x, so the pair moments stay Mehler sums of the sequences
+T^{(p)}_n(α, b) = E[S^{(p)}(αz + b) h_n(z)]; the value biases enter through Stein's identity on
+affine factors (:func:`moments_biased`, :class:`SwiGLUBiasMoments`).  The paper's experimental
+protocol (App. U.6) is :func:`train_paper` (L = Var(y − f̃), explicit Euler with one rate mΔt on
+the mean-field coordinates, 1% relative-change cap, Δt ≤ 50, stopping rules), with
+:func:`loss_prefix` (the |ℓ − ℓ₀| ≤ δ plateau), :func:`refit_paper` (centered features,
+equilibrated eigencutoff 1e−12 and the 1e−8…1e−14 band) and :func:`alignment_paper`
+(A_top, A_min and the U.8 resolution rule).
+
 References
 ----------
 Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): SwiGLU students with an exactly
@@ -52,6 +64,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -179,6 +192,12 @@ class SwiGLUStudent:
         stores a = ã/m, and :func:`train` integrates on the clock t with rates m on (G, V) and
         head_lr_mult/m on a (exactly the mean-field flow dã/dt = −m·head_lr_mult·∂L/∂ã,
         dG/dt = −m ∂L/∂G) and reports t.  Note that ``same_budget`` refits then use ‖a‖ = ‖ã‖/m.
+    biases : bool
+        False (default): the bias-free student above, parameters :class:`SwiGLUParams`.  True:
+        the paper's student, Kumar (arXiv 2609.39408) eq. (71) with κ = 1,
+        f(x) = Σ_j a_j SiLU(g_j·x + b_j)(v_j·x + c_j) + c, with a trained gate bias b_j and value
+        bias c_j per neuron, parameters :class:`SwiGLUBiasParams` (fields ``bg``, ``bv``); its
+        moments are those of :func:`moments_biased`.
 
     Notes
     -----
@@ -195,6 +214,7 @@ class SwiGLUStudent:
     m: int
     intercept: bool = True
     clock: str = "standard"
+    biases: bool = False
     family: object = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
@@ -204,7 +224,10 @@ class SwiGLUStudent:
         if not isinstance(self.intercept, bool):
             raise TypeError(f"`intercept` must be a bool, got {self.intercept!r}")
         V.choice("clock", self.clock, CLOCKS)
-        object.__setattr__(self, "family", SwiGLUFamily(self))
+        if not isinstance(self.biases, bool):
+            raise TypeError(f"`biases` must be a bool, got {self.biases!r}")
+        object.__setattr__(self, "family",
+                           SwiGLUBiasFamily(self) if self.biases else SwiGLUFamily(self))
 
     activation = "swiglu"
     scaling = "standard"
@@ -215,6 +238,8 @@ class SwiGLUStudent:
 
     def check(self, params, name: str = "params") -> SwiGLUParams:
         """Validate ``params`` against this student (type, shapes, finiteness, fixed c)."""
+        if self.biases:
+            return _check_biased(self, params, name)
         if not isinstance(params, SwiGLUParams):
             raise TypeError(f"`{name}` must be a popdyn.SwiGLUParams, got {type(params).__name__}")
         for nm, arr in (("G", params.G), ("V", params.V)):
@@ -243,6 +268,8 @@ class SwiGLUStudent:
         """
         seed = V.nonneg_int("seed", seed)
         scale = V.real("scale", scale, positive=True)
+        if self.biases:
+            return _init_biased(self, seed, scale, teacher, convention)
         w = init_width(convention, scale, self.d)
         rng = np.random.default_rng(seed)
         a = rng.standard_normal(self.m) * scale
@@ -259,6 +286,9 @@ class SwiGLUStudent:
         """Evaluate f at the rows of ``X`` (n, d) (Monte Carlo, finite samples)."""
         from scipy.special import expit
         Z = X @ params.G.T
+        if self.biases:
+            Z = Z + params.bg
+            return ((Z * expit(Z)) * (X @ params.V.T + params.bv)) @ params.a + params.c
         return ((Z * expit(Z)) * (X @ params.V.T)) @ params.a + params.c
 
 
@@ -276,8 +306,12 @@ def _check(student, params, teacher=None, need_teacher=True):
 
 # ---------------------------------------------------------------------------- SiLU coefficients
 def silu_coefficients(al, *, seq_tol=_SEQ_TOL, pair_tol=_PAIR_TOL, nmin: int = _NMIN,
-                      nmax: int = _NMAX, n_enough=None):
-    """T[p, j, n] = E[SiLU^{(p)}(al_j z) h_n(z)], p = 0..4, at an adaptive common order N.
+                      nmax: int = _NMAX, n_enough=None, bias=None):
+    """T[p, j, n] = E[SiLU^{(p)}(al_j z + bias_j) h_n(z)], p = 0..4, at an adaptive common order N.
+
+    ``bias`` (m,) are gate biases (None: all zero, the bias-free sequences, computed by the
+    original kernel).  A bias shifts the argument along the real axis only, so SiLU's poles
+    stay at distance π/α from the real z-axis and the same rules and convergence tests apply.
 
     SiLU is analytic in the strip |Im t| < π, so the coefficients decay like exp(−π√(2n)/α)
     (the higher derivatives later: T^{(p)}_n ~ n^{p/2} T^{(0)}_n / α^p).  With r_p the largest
@@ -303,8 +337,10 @@ def silu_coefficients(al, *, seq_tol=_SEQ_TOL, pair_tol=_PAIR_TOL, nmin: int = _
     # quadrature (and the last bits of every moment) depend on the process's history -- a seed
     # must give the same numbers on every worker.
     N = min(nmax, max(nmin, 8 * int(0.9 * 140.0 * amax * amax / 8.0)))
+    if bias is not None:
+        bias = np.ascontiguousarray(bias, dtype=np.float64)
     while True:
-        T, K = _silu_level(al, N, amax, bk)
+        T, K = _silu_level(al, N, amax, bk, bias)
         cut = _smallest_order(T, nmin, seq_tol, pair_tol, K, n_enough)
         if cut is not None or N >= nmax:
             if cut is None:
@@ -313,7 +349,7 @@ def silu_coefficients(al, *, seq_tol=_SEQ_TOL, pair_tol=_PAIR_TOL, nmin: int = _
         N = min(nmax, int(np.ceil(1.5 * N / 8.0)) * 8)
 
 
-def _silu_level(al, N, amax, bk):
+def _silu_level(al, N, amax, bk, bias=None):
     """Coefficients to order N: Gauss–Hermite with K = 2N + 32 nodes (exact in the Hermite
     basis except for aliasing from degrees ≥ 2K − N = 3N + 64, where the sequences are far below
     their tolerance) for α ≤ 3; the composite Gauss–Legendre rule :func:`_rule` otherwise."""
@@ -321,10 +357,14 @@ def _silu_level(al, N, amax, bk):
     T = np.empty((5, m, N + 1))
     if amax <= _GH_ALPHA:
         nodes, w = _gh_rule(2 * N + 32)
-        _ks.silu_coeffs(al, nodes, w, False, T)
+        dens = False
     else:
         nodes, w = _rule(N, bk)
-        _ks.silu_coeffs(al, nodes, w, True, T)
+        dens = True
+    if bias is None:
+        _ks.silu_coeffs(al, nodes, w, dens, T)
+    else:
+        _ks.silu_coeffs_biased(al, bias, nodes, w, dens, T)
     return T, nodes.size
 
 
@@ -729,3 +769,608 @@ class SwiGLUFamily:
 
 
 _family.register("swiglu", SwiGLUFamily)
+
+
+# ============================================================================ biased student
+# Kumar (arXiv 2609.39408) eq. (71), κ = 1: f(x) = Σ_j a_j S(g_j·x + b_j)(v_j·x + c_j) + c.
+@dataclass(frozen=True)
+class SwiGLUBiasParams(ParamArrays):
+    """Parameters of a SwiGLU student with gate and value biases (``SwiGLUStudent(biases=True)``):
+    head ``a`` (m,), gates ``G`` (m, d), values ``V`` (m, d), gate biases ``bg`` (m,), value
+    biases ``bv`` (m,), intercept ``c``.  Also used for gradients.  Arrays are float64 copies."""
+
+    a: np.ndarray
+    G: np.ndarray
+    V: np.ndarray
+    bg: np.ndarray
+    bv: np.ndarray
+    c: float = 0.0
+    _ARRAYS = ("a", "G", "V", "bg", "bv")
+
+    def __post_init__(self):
+        a = np.array(self.a, dtype=np.float64)
+        G = np.array(self.G, dtype=np.float64)
+        Vv = np.array(self.V, dtype=np.float64)
+        if a.ndim != 1:
+            raise ValueError(f"`a` must be 1-dimensional, got shape {a.shape}")
+        if G.ndim != 2 or G.shape[0] != a.shape[0]:
+            raise ValueError(f"`G` must have shape (m, d) = ({a.shape[0]}, d), got {G.shape}")
+        if Vv.shape != G.shape:
+            raise ValueError(f"`V` must have the shape of `G` {G.shape}, got {Vv.shape}")
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "G", G)
+        object.__setattr__(self, "V", Vv)
+        for nm in ("bg", "bv"):
+            b = np.array(getattr(self, nm), dtype=np.float64)
+            if b.shape != a.shape:
+                raise ValueError(f"`{nm}` must have shape (m,) = ({a.shape[0]},), got {b.shape}")
+            object.__setattr__(self, nm, b)
+        object.__setattr__(self, "c", float(self.c))
+
+    @classmethod
+    def from_flat(cls, v, m: int, d: int) -> "SwiGLUBiasParams":
+        v = np.asarray(v, dtype=np.float64)
+        k = m * d
+        o = m + 2 * k
+        return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:o].reshape(m, d), v[o:o + m],
+                   v[o + m:o + 2 * m], float(v[-1]))
+
+
+def _check_biased(student, params, name="params"):
+    if not isinstance(params, SwiGLUBiasParams):
+        raise TypeError(f"`{name}` must be a popdyn.swiglu.SwiGLUBiasParams (the student has "
+                        f"biases=True), got {type(params).__name__}")
+    for nm, arr in (("G", params.G), ("V", params.V)):
+        if arr.shape != (student.m, student.d):
+            raise ValueError(f"`{name}.{nm}` must have shape (m, d) = ({student.m}, "
+                             f"{student.d}), got {arr.shape}")
+    for nm in params._ARRAYS:
+        if not np.all(np.isfinite(getattr(params, nm))):
+            raise ValueError(f"`{name}.{nm}` must be finite (contains NaN or inf)")
+    if not np.isfinite(params.c):
+        raise ValueError(f"`{name}.c` must be finite, got {params.c}")
+    if not student.intercept and params.c != 0:
+        raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
+    return params
+
+
+#: initialization conventions of the biased student (``init(..., convention=)``)
+BIAS_INIT_CONVENTIONS = ("paper", "norm", "entry")
+
+
+def _init_biased(student, seed, scale, teacher, convention):
+    """Initialization of the biased student.
+
+    ``convention="paper"`` is Kumar (arXiv 2609.39408) eq. (73) with β₀ = 1, s₀ = 1/√(d+1)
+    (App. U.6): the mean-field head ã_j ~ N(0, ε²) and every coordinate of (g_j, b_j) and of
+    (v_j, c_j) ~ N(0, ε²/(d+1)), ε = ``scale``; the stored head is a = ã/m (f = (1/m) Σ ã_j φ_j),
+    whatever the student's ``clock``.  Draw order from ``default_rng(seed)``: ã (m), then the
+    (m, d+1) block (g_j, b_j), then the (m, d+1) block (v_j, c_j).  ``"norm"`` / ``"entry"``:
+    the bias-free draws of :meth:`SwiGLUStudent.init` (same stream) with zero biases.
+    """
+    V.choice("convention", convention, BIAS_INIT_CONVENTIONS)
+    m, d = student.m, student.d
+    rng = np.random.default_rng(seed)
+    if convention == "paper":
+        sd = scale / math.sqrt(d + 1.0)
+        at = rng.standard_normal(m) * scale
+        P = rng.standard_normal((m, d + 1)) * sd
+        Q = rng.standard_normal((m, d + 1)) * sd
+        p = SwiGLUBiasParams(at / m, P[:, :d], Q[:, :d], P[:, d], Q[:, d], 0.0)
+    else:
+        w = init_width(convention, scale, d)
+        a = rng.standard_normal(m) * scale
+        G = rng.standard_normal((m, d)) * w
+        Vv = rng.standard_normal((m, d)) * w
+        if student.clock == "mean_field":
+            a = a / m
+        p = SwiGLUBiasParams(a, G, Vv, np.zeros(m), np.zeros(m), 0.0)
+    if teacher is not None and student.intercept:
+        p = fit_intercept_biased(student, p, teacher)
+    return p
+
+
+@dataclass
+class SwiGLUBiasMoments:
+    """Moments of a biased SwiGLU state: Mehler pair moments ``Mall[p, q]`` = E[S^{(p)}_i S^{(q)}_j]
+    (p + q ≤ 4) of the biased gates, unit means ``mu[p]`` = E[S^{(p)}_j], inner products and the
+    Stein-reduced feature moments (:func:`moments_biased`)."""
+
+    Mall: np.ndarray
+    mu: np.ndarray
+    GV: np.ndarray
+    VV: np.ndarray
+    dl: np.ndarray
+    bv: np.ndarray
+    Phi: np.ndarray
+    phibar: np.ndarray
+    N: int
+    converged: bool
+    seq_tol: float = _SEQ_TOL
+    Yphi: np.ndarray | None = None
+    Ysx: np.ndarray | None = None
+    Ys: np.ndarray | None = None
+    Yspvx: np.ndarray | None = None
+    Yspv: np.ndarray | None = None
+
+    # Stein reductions (Kumar eq. (71) student; U_i = v_i·x + c_i, pair (i, j)):
+    #   E1i(p,q) = E[S^p_i S^q_j U_i],  E1j(p,q) = E[S^p_i S^q_j U_j],
+    #   E2(p,q)  = E[S^p_i S^q_j U_i U_j]  (Stein: E[F (l·x + s)] = s E[F] + E[l·∇F])
+    def E1i(self, p, q):
+        M = self.Mall
+        return self.bv[:, None] * M[p, q] + self.dl[:, None] * M[p + 1, q] + self.GV.T * M[p, q + 1]
+
+    def E1j(self, p, q):
+        M = self.Mall
+        return self.bv[None, :] * M[p, q] + self.GV * M[p + 1, q] + self.dl[None, :] * M[p, q + 1]
+
+    def E2(self, p, q):
+        return (self.bv[:, None] * self.E1j(p, q) + self.dl[:, None] * self.E1j(p + 1, q)
+                + self.GV.T * self.E1j(p, q + 1) + self.VV * self.Mall[p, q])
+
+
+def moments_biased(student, params, teacher=None, rtol: float = 1e-10) -> SwiGLUBiasMoments:
+    """All moments of a biased SwiGLU state (teacher terms when ``teacher`` is given); no checks.
+
+    With u_i = g_i·x + b_i = α_i(θ_i·x) + b_i, the pair moments are Mehler sums of the biased
+    unit sequences T^{(p)}_n(α, b) = E[S^{(p)}(αz + b) h_n(z)] (:func:`silu_coefficients` with
+    ``bias``); the value factors U_i = v_i·x + c_i enter through Stein's identity
+    E[F(x)(l·x + s)] = s E[F] + E[l·∇F] (see :class:`SwiGLUBiasMoments`), so that
+    E[φ_iφ_j] = E2(0, 0) and E[φ_j] = c_j E[S_j] + (g_j·v_j) E[S'_j].
+    """
+    G, Vv = params.G, params.V
+    m = student.m
+    al = np.sqrt(np.einsum("ij,ij->i", G, G))
+    theta = np.zeros_like(G)
+    nz = al > 0
+    theta[nz] = G[nz] / al[nz, None]
+    s_tol, p_tol = series_tolerances(rtol)
+    if teacher is None:
+        T, N, conv = silu_coefficients(al, pair_tol=p_tol, bias=params.bg)
+        seq_used = s_tol
+    else:
+        n_enough, seq_tol = _teacher_needs(teacher)
+        seq_used = min(seq_tol, s_tol)
+        T, N, conv = silu_coefficients(al, seq_tol=seq_used, pair_tol=p_tol, n_enough=n_enough,
+                                       bias=params.bg)
+    R = np.clip(theta @ theta.T, -1.0, 1.0)
+    R[np.diag_indices(m)] = np.where(nz, 1.0, 0.0)
+    Mall = np.zeros((5, 5, m, m))
+    _ks.pair_moments_all(np.ascontiguousarray(T), np.ascontiguousarray(R), Mall)
+    mu = T[:, :, 0].copy()
+    GV = G @ Vv.T
+    VV = Vv @ Vv.T
+    dl = np.ascontiguousarray(np.diag(GV))
+    Mo = SwiGLUBiasMoments(Mall, mu, GV, VV, dl, params.bv.copy(), None, None, N, conv, seq_used)
+    Phi = Mo.E2(0, 0)
+    Mo.Phi = 0.5 * (Phi + Phi.T)
+    Mo.phibar = params.bv * mu[0] + dl * mu[1]
+    if teacher is not None:
+        _teacher_cross_biased(teacher, T, N, theta, params, dl, Mo)
+    return Mo
+
+
+def _teacher_cross_biased(teacher, T, N, theta, params, dl, Mo):
+    """Teacher vectors of the biased student (Stein on the student side, module docstring):
+    Yφ = E[yφ_j], Ysx = E[y S_j x], Ys = E[y S_j], Yspvx = E[y S'_j U_j x], Yspv = E[y S'_j U_j]."""
+    G, Vv, cv = params.G, params.V, params.bv
+    m, d = G.shape
+    Y = np.zeros((4, m))
+    Nv = [np.zeros((m, d)) for _ in range(3)]       # E[S^{(p)}_j ∇y], p = 0, 1, 2
+    Dv = [np.zeros(m) for _ in range(3)]            # v_j·E[S^{(p)}_j ∇y]
+    Hv = np.zeros((m, d))                           # E[S'_j ∇²y] v_j
+    T03 = np.ascontiguousarray(T[0:4])
+    T02 = np.ascontiguousarray(T[0:3])
+    T1 = np.ascontiguousarray(T[1:2])
+    for w, B, F, d1, d2 in _teacher_terms(teacher, N):
+        xi = theta @ B.T
+        VB = Vv @ B.T
+        Y += w * F.contract(T03, xi)
+        kt = F.k
+        E = np.empty((3, m, kt))
+        H = np.empty((m, kt, kt))
+        for l in range(kt):
+            E[:, :, l] = d1[l].contract(T02, xi)
+            for l2 in range(l, kt):
+                H[:, l, l2] = d2[l][l2].contract(T1, xi)[0]
+                H[:, l2, l] = H[:, l, l2]
+        for p in range(3):
+            Nv[p] += w * (E[p] @ B)
+            Dv[p] += w * np.sum(VB * E[p], axis=1)
+        Hv += w * (np.einsum("jlk,jk->jl", H, VB) @ B)
+    Mo.Yphi = Dv[0] + dl * Y[1] + cv * Y[0]
+    Mo.Ysx = Nv[0] + G * Y[1][:, None]
+    Mo.Ys = Y[0].copy()
+    Mo.Yspvx = (Hv + dl[:, None] * Nv[2] + cv[:, None] * Nv[1]
+                + G * (Dv[2] + dl * Y[3] + cv * Y[2])[:, None] + Vv * Y[1][:, None])
+    Mo.Yspv = Dv[1] + dl * Y[2] + cv * Y[1]
+
+
+def _grad_biased(student, params, teacher, Mo) -> SwiGLUBiasParams:
+    """Exact gradient of L = ½E[(f − y)²] in (a, G, V, bg, bv, c) from the moments ``Mo``."""
+    a, c, G, Vv = params.a, params.c, params.G, params.V
+    mu, dl, cv = Mo.mu, Mo.dl, params.bv
+    M00 = Mo.Mall[0, 0]
+    ga = Mo.Phi @ a + c * Mo.phibar - Mo.Yphi
+    gc = a @ Mo.phibar + c - teacher.mean if student.intercept else 0.0
+    # values: a_j E[r S_j x];  E[S_iU_i S_j x] = E1i(1,0) g_i + E1i(0,1) g_j + M00 v_i
+    E1i10, E1i01, E1i00 = Mo.E1i(1, 0), Mo.E1i(0, 1), Mo.E1i(0, 0)
+    aa = a[:, None]
+    Sv = (E1i10 * aa).T @ G + (E1i01.T @ a)[:, None] * G + (M00 * aa).T @ Vv
+    gV = a[:, None] * (Sv + (c * mu[1])[:, None] * G - Mo.Ysx)
+    gbv = a * (E1i00.T @ a + c * mu[0] - Mo.Ys)
+    # gates: a_j E[r S'_j U_j x];
+    #   E[S_iU_i S'_jU_j x] = E2(1,1) g_i + E2(0,2) g_j + E1j(0,1) v_i + E1i(0,1) v_j
+    E211, E202, E201, E1j01 = Mo.E2(1, 1), Mo.E2(0, 2), Mo.E2(0, 1), Mo.E1j(0, 1)
+    Sg = ((E211 * aa).T @ G + (E202.T @ a)[:, None] * G + (E1j01 * aa).T @ Vv
+          + (E1i01.T @ a)[:, None] * Vv)
+    cg = c * ((cv * mu[2] + dl * mu[3])[:, None] * G + mu[1][:, None] * Vv)
+    gG = a[:, None] * (Sg + cg - Mo.Yspvx)
+    gbg = a * (E201.T @ a + c * (cv * mu[1] + dl * mu[2]) - Mo.Yspv)
+    return SwiGLUBiasParams(ga, gG, gV, gbg, gbv, gc)
+
+
+def agop_biased_from_moments(params, Mo) -> np.ndarray:
+    """AGOP of the biased student: ∇_x f = Σ_j a_j [S'_j U_j g_j + S_j v_j], so
+    M = Gᵀ(aaᵀ∘E2(1,1))G + X + Xᵀ + Vᵀ(aaᵀ∘M^{00})V with X = Gᵀ(aaᵀ∘E1i(1,0))V (every cross term)."""
+    a, G, Vv = params.a, params.G, params.V
+    aa = np.outer(a, a)
+    X = G.T @ ((aa * Mo.E1i(1, 0)) @ Vv)
+    M = G.T @ ((aa * Mo.E2(1, 1)) @ G) + X + X.T + Vv.T @ ((aa * Mo.Mall[0, 0]) @ Vv)
+    return 0.5 * (M + M.T)
+
+
+def fit_intercept_biased(student, params, teacher) -> SwiGLUBiasParams:
+    """``params`` with c = E[y] − Σ_j a_j E[φ_j], E[φ_j] = c_j E[S(u_j)] + (g_j·v_j) E[S'(u_j)]."""
+    G = params.G
+    al = np.sqrt(np.einsum("ij,ij->i", G, G))
+    T, _, _ = silu_coefficients(al, pair_tol=1.0, seq_tol=1e-15, bias=params.bg)
+    dl = np.einsum("ij,ij->i", G, params.V)
+    phibar = params.bv * T[0, :, 0] + dl * T[1, :, 0]
+    return params.replace(c=float(teacher.mean - params.a @ phibar))
+
+
+def _axpy_biased(p, g, h, ma):
+    return SwiGLUBiasParams(p.a - (h * ma) * g.a, p.G - h * g.G, p.V - h * g.V, p.bg - h * g.bg,
+                            p.bv - h * g.bv, p.c)
+
+
+def _diff_norm_biased(p, q) -> float:
+    return float(np.sqrt(sum(np.sum((getattr(p, f) - getattr(q, f)) ** 2) for f in p._ARRAYS)))
+
+
+class SwiGLUBiasFamily(SwiGLUFamily):
+    """The ``swiglu`` family of a biased student: the student of Kumar (arXiv 2609.39408) eq. (71) (κ = 1) with
+    trained gate and value biases, ``SwiGLUStudent(biases=True)``.  The same protocol as
+    :class:`SwiGLUFamily` (clocks, rates, fitted intercept, refit kinds on the centered feature
+    Gram); moments from :func:`moments_biased`.  It carries the registry name ``swiglu`` (every
+    generic layer treats it as a SwiGLU student; :mod:`certify.swiglu` refuses it by its
+    ``biases`` flag) and is built by ``SwiGLUStudent(biases=True)``, not looked up by name."""
+
+    name = "swiglu"
+    label = "SwiGLU (biased)"
+    fields = ("a", "G", "V", "bg", "bv", "c")
+    params_type = SwiGLUBiasParams
+
+    def shapes(self) -> dict:
+        m, d = self.student.m, self.student.d
+        return {"a": (m,), "G": (m, d), "V": (m, d), "bg": (m,), "bv": (m,), "c": ()}
+
+    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
+        _check_biased(self.student, params, name)
+        if teacher is not _family.NO_TEACHER:
+            _check(self.student, params, teacher)
+        return params
+
+    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
+        return moments_biased(self.student, params, teacher, tol)
+
+    def grad(self, params, teacher, M):
+        return _grad_biased(self.student, params, teacher, M)
+
+    def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
+        M = moments_biased(self.student, params, teacher, tol)
+        return _loss_from(params, teacher, M), _grad_biased(self.student, params, teacher, M)
+
+    def fit_intercept(self, params, teacher):
+        return fit_intercept_biased(self.student, params, teacher)
+
+    def agop(self, params, M) -> np.ndarray:
+        return agop_biased_from_moments(params, M)
+
+    def refit_problem(self, params, teacher, M):
+        return refit_problem(M, teacher)
+
+    def evaluate(self, params, teacher, tol):
+        Mo = moments_biased(self.student, params, teacher, tol)
+        p = params
+        if self.student.intercept:
+            p = p.replace(c=float(teacher.mean - p.a @ Mo.phibar))
+        return _loss_from(p, teacher, Mo), _grad_biased(self.student, p, teacher, Mo), p
+
+    def axpy(self, p, g, h, rates):
+        return _axpy_biased(p, g, h, rates["a"])
+
+    def diff_norm(self, p, q) -> float:
+        return _diff_norm_biased(p, q)
+
+
+
+# ============================================================================ paper protocol
+# Kumar (arXiv 2609.39408) App. U.6: L = Var(y − f̃) (no ½) at the exactly fitted intercept,
+# force −m∇_θ L on the mean-field coordinates θ_j = (ã_j, g_j, b_j, v_j, c_j), ã_j = m·a_j.
+def _paper_speed(p, g, m: int):
+    """(‖θ‖, ‖dθ/dt‖) in the paper's coordinates for the force of L = Var(y − f̃) = 2·L½ at the
+    fitted intercept, g = ∇L½ in popdyn's coordinates: dã/dt = −2 ∂L½/∂a, dw/dt = −2m ∂L½/∂w
+    for every inner block w (gates, values and, when present, both biases)."""
+    inner = [f for f in p._ARRAYS if f != "a"]
+    th2 = (m * m) * float(np.sum(p.a * p.a)) + sum(float(np.sum(getattr(p, f) ** 2))
+                                                     for f in inner)
+    v2 = 4.0 * float(np.sum(g.a * g.a)) + (4.0 * m * m) * sum(
+        float(np.sum(getattr(g, f) ** 2)) for f in inner)
+    return math.sqrt(th2), math.sqrt(v2)
+
+
+def _paper_axpy(p, g, dt, m: int):
+    """One explicit Euler step θ ← θ − mΔt∇_θ L (L = 2L½; paper coordinates, module section)
+    written in popdyn's coordinates: a ← a − (2Δt/m) ∂L½/∂a, w ← w − 2mΔt ∂L½/∂w."""
+    kw = {f: getattr(p, f) - (2.0 * m * dt) * getattr(g, f) for f in p._ARRAYS if f != "a"}
+    return type(p)(a=p.a - (2.0 * dt / m) * g.a, c=p.c, **kw)
+
+
+#: how the relative parameter change of the adaptive step is measured (:func:`paper_step`)
+REL_NORMS = ("global", "block")
+
+
+def paper_step(p, g, m: int, *, dt=None, rel_change: float = 0.01, dt_max: float = 50.0,
+               rel_norm: str = "global"):
+    """The mean-field step Δt of the paper's Euler rule at state ``p`` with gradient ``g`` (of L½).
+
+    ``dt`` given: that fixed Δt.  Otherwise the adaptive rule of Kumar (arXiv 2609.39408) App.
+    U.6 ("Adaptive steps cap the relative parameter change at 0.01 and the mean-field step at
+    50"): Δt = min(dt_max, rel_change·‖θ‖/‖dθ/dt‖), so that the update of the trained mean-field
+    parameters θ = (ã, g, b, v, c) changes them by at most ``rel_change`` relative to ‖θ‖.  The
+    paper does not spell out the norm: ``rel_norm="global"`` (default) takes one Euclidean norm
+    over every trained block (the fitted intercept excluded); ``"block"`` caps every block
+    (ã, G, V and, when present, the gate and value biases) separately, the reading of its
+    App. B "relative block change" rule.
+    """
+    if dt is not None:
+        return float(dt)
+    V.choice("rel_norm", rel_norm, REL_NORMS)
+    if rel_norm == "global":
+        nth, nv = _paper_speed(p, g, m)
+        return float(dt_max) if nv == 0.0 else float(min(dt_max, rel_change * nth / nv))
+    h = float(dt_max)
+    for f in p._ARRAYS:
+        sc = float(m) if f == "a" else 1.0            # ã = m·a
+        vs = 2.0 / m if f == "a" else 2.0 * m         # |dθ_B/dt| per unit of ‖∂L½/∂θ_B‖ (stored)
+        nth = sc * float(np.linalg.norm(getattr(p, f)))
+        nv = sc * vs * float(np.linalg.norm(getattr(g, f)))
+        if nv > 0.0:
+            h = min(h, rel_change * nth / nv)
+    return h
+
+
+def train_paper(student, params, teacher, *, dt=None, rel_change: float = 0.01,
+                dt_max: float = 50.0, rel_norm: str = "global", loss_stop: float = 0.0,
+                t_max: float = np.inf,
+                n_max: int = 20000, explode: float = 1e6, schedule=None, recorder=None,
+                rtol: float = 1e-10):
+    """Train a SwiGLU student with the experimental protocol of Kumar (arXiv 2609.39408) App. U.6.
+
+    * Loss L = Var(y − f̃) at the exactly fitted intercept b₀ = E[y − f̃] (eq. (72)); it equals
+      2·L½ with L½ = ½E[(f − y)²] at that intercept, and so does its gradient.  The reported
+      normalized loss ℓ = L/V_y is ``Trajectory.normalized_loss`` (``Trajectory.loss`` holds L½,
+      popdyn's convention).
+    * Explicit Euler θ_{n+1} = θ_n − mΔt_n∇_θL on the mean-field coordinates (ã_j = m·a_j, every
+      inner block including the biases), one learning rate mΔt for all blocks, mean-field clock
+      t = Σ Δt_n (``Trajectory.t``).
+    * ``dt=None``: the adaptive step of :func:`paper_step` (relative change ≤ ``rel_change``
+      measured by ``rel_norm``, Δt ≤ ``dt_max``); a float: fixed Δt (the controls use 0.3,
+      0.1, 0.05).  Fixed Δt is also ``popdyn.train(student, ..., method="gd", lr=2Δt,
+      head_lr_mult=1)`` for a ``clock="mean_field"`` student (the same updates; there the
+      clock is 2t, the clock of L½).
+    * Stops at the first update with ℓ ≤ ``loss_stop`` (``converged``; 0 disables), t ≥ ``t_max``
+      or n ≥ ``n_max`` (``horizon``), or a non-finite / exploding state (``diverged``, the
+      :func:`popdyn.train` safeguard ``explode``).
+
+    The student's ``clock`` only fixes how its head is stored (a = ã/m either way, since
+    f = Σ a_j φ_j + c is the function of the paper's f = b₀ + (1/m) Σ ã_j φ_j).
+    ``schedule`` / ``recorder`` are those of :func:`popdyn.train`.
+    """
+    from . import dynamics as _dyn
+
+    if not isinstance(student, SwiGLUStudent):
+        raise TypeError(f"`student` must be a popdyn.SwiGLUStudent, got {type(student).__name__}")
+    fam = student.family
+    fam.check(params, teacher)
+    if not student.intercept:
+        raise ValueError("`student.intercept` must be True: the paper's protocol profiles the "
+                         "intercept (Kumar App. U.6)")
+    if dt is not None:
+        dt = V.real("dt", dt, positive=True)
+    rel_change = V.real("rel_change", rel_change, positive=True)
+    dt_max = V.real("dt_max", dt_max, positive=True)
+    V.choice("rel_norm", rel_norm, REL_NORMS)
+    loss_stop = V.real("loss_stop", loss_stop, nonnegative=True)
+    t_max = V.real("t_max", t_max, positive=True, allow_inf=True)
+    n_max = V.nonneg_int("n_max", n_max)
+    explode = V.real("explode", explode, positive=True)
+    schedule = _dyn.Schedule() if schedule is None else schedule
+    if not isinstance(schedule, _dyn.Schedule):
+        raise TypeError("`schedule` must be a popdyn.Schedule")
+    VY = teacher.variance
+    if not VY > 0:
+        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
+    m = student.m
+
+    def evaluate(q):
+        return fam.evaluate(q, teacher, rtol)
+
+    steps = []
+
+    class _PaperEuler(_dyn.Stepper):
+        def _propose(self):
+            h = paper_step(self.p, self.g, m, dt=dt, rel_change=rel_change, dt_max=dt_max,
+                           rel_norm=rel_norm)
+            steps.append(h)
+            return _paper_axpy(self.p, self.g, h, m), h
+
+    t0 = time.perf_counter()
+    rec = _dyn._Recorder(schedule, recorder, student, teacher, fields=fam.fields)
+    problem = _dyn.Problem(evaluate, None, fam.diff_norm, params, VY, 0.0 if dt is None else dt,
+                           n_max, t_max, loss_stop, explode, schedule)
+    run = _PaperEuler(problem, rec).run()
+    sn, stt, snaps = rec.arrays()
+    info = dict(method="paper_euler", dt="adaptive" if dt is None else dt,
+                rel_change=rel_change, dt_max=dt_max, rel_norm=rel_norm, loss_stop=loss_stop,
+                t_max=t_max,
+                n_max=n_max, clock="mean_field", loss="Var(y - f~)",
+                intercept="fitted", grad_evals=run.grad_evals,
+                dt_used=np.array(steps), wall_time=time.perf_counter() - t0)
+    return _dyn.Trajectory(np.array(run.ns, dtype=np.int64), np.array(run.ts),
+                           np.array(run.losses), sn, stt, snaps, run.status, run.p, VY,
+                           rec.records, info, fam.params_type)
+
+
+def loss_prefix(traj, delta: float = 1e-3) -> dict:
+    """The loss-selected plateau of Kumar (arXiv 2609.39408) App. U.6: the maximal initial prefix
+    of recorded updates with |ℓ_n − ℓ_0| ≤ ``delta`` (ℓ = ``traj.normalized_loss``), and P, the
+    last saved snapshot inside it.  Returns ``n_end`` / ``t_end`` (last update in the prefix),
+    ``snap`` (index of P in the snapshots), ``n_P``, ``t_P``, ``l_P`` and ``l_0``."""
+    delta = V.real("delta", delta, positive=True)
+    ell = traj.normalized_loss
+    out = np.nonzero(np.abs(ell - ell[0]) > delta)[0]
+    k = (out[0] - 1) if out.size else ell.size - 1
+    n_end = int(traj.n[k])
+    inside = np.nonzero(traj.snap_n <= n_end)[0]
+    s = int(inside[-1])
+    nP = int(traj.snap_n[s])
+    iP = int(np.searchsorted(traj.n, nP))
+    return dict(n_end=n_end, t_end=float(traj.t[k]), snap=s, n_P=nP, t_P=float(traj.snap_t[s]),
+                l_P=float(ell[iP]), l_0=float(ell[0]))
+
+
+#: relative eigencutoffs of the paper's refit: primary, then the sensitivity band (App. U.6)
+REFIT_CUTOFF = 1e-12
+REFIT_BAND = (1e-8, 1e-10, 1e-12, 1e-14)
+
+
+def refit_eigcut(G, b, vy: float, cutoff: float = REFIT_CUTOFF) -> dict:
+    """Attained normalized prediction risk of the equilibrated eigencutoff refit solve of Kumar
+    (arXiv 2609.39408) App. U.6.
+
+    With the centered feature Gram G = E[ḡḡᵀ] and b = E[(y − Ey)ḡ], R(w) = (V_y − 2bᵀw + wᵀGw)/V_y.
+    The solve uses the symmetric part G_s = (G + Gᵀ)/2, the diagonal equilibration
+    D = diag(G_s)^{−1/2} (features with G_jj ≤ 0 get w_j = 0), the eigendecomposition
+    D G_s D = QΛQᵀ and keeps the eigenvalues λ_k > ``cutoff``·λ_max: w = D Q_k Λ_k⁻¹ Q_kᵀ D b.
+    Returns ``R`` (the attained risk R(w), evaluated with G_s), ``w``, ``rank`` (eigenvalues
+    kept), ``min_eig_ratio`` (λ_min/λ_max of the equilibrated Gram) and ``asymmetry``
+    (‖G − Gᵀ‖_F/‖G‖_F).
+    """
+    G = np.asarray(G, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    Gs = 0.5 * (G + G.T)
+    nG = float(np.linalg.norm(G))
+    asym = float(np.linalg.norm(G - G.T) / nG) if nG > 0 else 0.0
+    dg = np.diag(Gs)
+    keep = dg > 0
+    w = np.zeros(b.shape[0])
+    rank, ratio = 0, float("nan")
+    if np.any(keep):
+        dsc = 1.0 / np.sqrt(dg[keep])
+        Ge = dsc[:, None] * Gs[np.ix_(keep, keep)] * dsc[None, :]
+        lam, Q = np.linalg.eigh(0.5 * (Ge + Ge.T))
+        lmax = float(lam[-1])
+        ratio = float(lam[0] / lmax) if lmax > 0 else float("nan")
+        sel = lam > cutoff * lmax if lmax > 0 else np.zeros(lam.shape, bool)
+        rank = int(np.count_nonzero(sel))
+        be = dsc * b[keep]
+        Qk = Q[:, sel]
+        w[keep] = dsc * (Qk @ ((Qk.T @ be) / lam[sel]))
+    R = (vy - 2.0 * float(b @ w) + float(w @ Gs @ w)) / vy
+    return dict(R=float(R), w=w, rank=rank, min_eig_ratio=ratio, asymmetry=asym)
+
+
+def refit_paper(student, params, teacher, *, cutoff: float = REFIT_CUTOFF,
+                band=REFIT_BAND, rtol: float = 1e-10, moments_=None) -> dict:
+    """The unrestricted numerical refit of Kumar (arXiv 2609.39408) App. U.6 at a frozen state.
+
+    Features g_j = φ_j (the student's neurons), centered: G = E[ḡḡᵀ] = E[φφᵀ] − φ̄φ̄ᵀ,
+    b = E[yφ] − φ̄E[y] (exact population moments), solved by :func:`refit_eigcut` at ``cutoff``
+    (primary 1e−12) and at every cutoff of ``band``.  Returns ``R`` (primary), ``band``
+    ((min, max) over the band cutoffs), ``by_cutoff``, ``rank``, ``min_eig_ratio`` and
+    ``asymmetry``.  The risk is attained by a computed head, not a certified infimum.
+    """
+    _check(student, params, teacher)
+    Mo = moments_ if moments_ is not None else student.family.moments(params, teacher, tol=rtol)
+    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
+    b = Mo.Yphi - Mo.phibar * teacher.mean
+    vy = float(teacher.variance)
+    main = refit_eigcut(Gm, b, vy, cutoff)
+    by = {float(cu): refit_eigcut(Gm, b, vy, cu)["R"] for cu in band}
+    vals = list(by.values()) + [main["R"]]
+    return dict(R=main["R"], band=(min(vals), max(vals)), by_cutoff=by, rank=main["rank"],
+                min_eig_ratio=main["min_eig_ratio"], asymmetry=main["asymmetry"])
+
+
+#: resolution thresholds of the SwiGLU AGOP diagnostics (Kumar App. U.8)
+RESOLVE_GAP = 1e-8
+RESOLVE_NEG = -1e-8
+
+
+def alignment_paper(M, U) -> dict:
+    """Leading-direction and weakest-direction AGOP alignments of Kumar (arXiv 2609.39408)
+    eq. (74) and App. U.6, with the resolution rule of App. U.8.
+
+    ``M`` (d, d) the AGOP, ``U`` (d, r) or (r, d) orthonormal teacher basis.  With the
+    eigenvalues λ_1 ≥ … ≥ λ_d of the symmetric part of M:
+
+    * ``A_top`` = min over unit e in the top eigenspace of ‖P_U e‖²; the top eigenspace is taken
+      as the eigenvalues with (λ_1 − λ_k)/|λ_1| ≤ 1e−8 (a numerically multiple top eigenvalue),
+      and the minimum is λ_min(EᵀP_U E) over its orthonormal basis E (= ‖Uᵀe_1‖² when simple);
+    * ``A_min`` = σ_min²(UᵀQ_r), Q_r the top-r eigenvectors;
+    * ``resolved``: relative leading gap (λ_1 − λ_2)/|λ_1| > 1e−8 and smallest-eigenvalue
+      ratio λ_d/|λ_1| ≥ −1e−8 (a numerical screening rule, not an error bound);
+      ``resolved_r``: the same with the top-r gap (λ_r − λ_{r+1})/|λ_1|.
+    """
+    M = np.asarray(M, dtype=np.float64)
+    U = np.asarray(U, dtype=np.float64)
+    d = M.shape[0]
+    if U.ndim == 1:
+        U = U[:, None]
+    if U.shape[0] != d:
+        U = U.T
+    r = U.shape[1]
+    lam, Q = np.linalg.eigh(0.5 * (M + M.T))
+    lam, Q = lam[::-1], Q[:, ::-1]
+    l1 = float(abs(lam[0]))
+    if l1 == 0.0:
+        return dict(A_top=float("nan"), A_min=float("nan"), resolved=False, resolved_r=False,
+                    gap=0.0, gap_r=0.0, min_ratio=float("nan"), eigenvalues=lam)
+    k = int(np.count_nonzero((lam[0] - lam) / l1 <= RESOLVE_GAP))
+    E = U.T @ Q[:, :k]
+    A_top = float(np.linalg.eigvalsh(E.T @ E)[0])
+    S = np.linalg.svd(U.T @ Q[:, :r], compute_uv=False)
+    A_min = float(S[-1] ** 2) if S.size == r else 0.0
+    gap = float((lam[0] - lam[1]) / l1) if d > 1 else np.inf
+    gap_r = float((lam[r - 1] - lam[r]) / l1) if d > r else np.inf
+    ratio = float(lam[-1] / l1)
+    return dict(A_top=A_top, A_min=A_min, gap=gap, gap_r=gap_r, min_ratio=ratio,
+                resolved=bool(gap > RESOLVE_GAP and ratio >= RESOLVE_NEG),
+                resolved_r=bool(gap_r > RESOLVE_GAP and ratio >= RESOLVE_NEG), eigenvalues=lam)
+
+
+def paper_diagnostics(student, params, teacher, U, *, rtol: float = 1e-10) -> dict:
+    """ℓ, A_top, A_min (:func:`alignment_paper`) and the refit (:func:`refit_paper`) of one state,
+    from one moment evaluation (App. U.6 diagnostics)."""
+    fam = student.family
+    Mo = fam.moments(params, teacher, tol=rtol)
+    p = fam.fit_intercept(params, teacher)
+    ell = 2.0 * fam.loss(p, teacher, Mo) / teacher.variance
+    al = alignment_paper(fam.agop(p, Mo), U)
+    rf = refit_paper(student, p, teacher, moments_=Mo)
+    return dict(l=ell, A_top=al["A_top"], A_min=al["A_min"], resolved=al["resolved"],
+                resolved_r=al["resolved_r"], R=rf["R"], R_band=rf["band"],
+                min_eig_ratio=rf["min_eig_ratio"])

@@ -143,3 +143,68 @@ def tensor_contract(T, xi, idx, coef, deg, out):
                 continue
             for p in range(P):
                 out[p, j] += v * T[p, j, n]
+
+
+@jit
+def silu_coeffs_biased(al, bias, nodes, weights, density, T):
+    """T[p, j, n] = sum_k w_k [phi(z_k)] silu^(p)(al_j z_k + bias_j) h_n(z_k), p = 0..4.
+
+    The gate-bias version of :func:`silu_coeffs` (same rules and conventions): the sequences of
+    the ridge unit z -> silu^(p)(al_j z + bias_j).  Units with al_j = 0 get the exact constants
+    silu^(p)(bias_j) at n = 0.
+    """
+    P, m, N1 = T.shape
+    K = nodes.shape[0]
+    d = np.empty(5)
+    h = np.empty(N1)
+    T[:, :, :] = 0.0
+    sq = np.empty(N1 + 1)
+    for n in range(N1 + 1):
+        sq[n] = math.sqrt(n)
+    for k in range(K):
+        z = nodes[k]
+        wk = weights[k] * _INV_SQRT_2PI * math.exp(-0.5 * z * z) if density else weights[k]
+        h[0] = 1.0
+        if N1 > 1:
+            h[1] = z
+        for n in range(1, N1 - 1):
+            h[n + 1] = (z * h[n] - sq[n] * h[n - 1]) / sq[n + 1]
+        for j in range(m):
+            a = al[j]
+            if a == 0.0:
+                continue
+            silu_derivs(a * z + bias[j], d)
+            for p in range(P):
+                c = wk * d[p]
+                for n in range(N1):
+                    T[p, j, n] += c * h[n]
+    for j in range(m):
+        if al[j] == 0.0:
+            silu_derivs(bias[j], d)
+            for p in range(P):
+                T[p, j, 0] = d[p]
+
+
+@jit
+def pair_moments_all(T, R, M):
+    """M[p, q, i, j] = sum_n T[p, i, n] T[q, j, n] R[i, j]^n for p + q <= 4 (Mehler pair
+    moments E[silu^(p)_i silu^(q)_j] of biased gates; entries with p + q > 4 are left zero)."""
+    P, m, N1 = T.shape
+    s = np.empty((5, 5))
+    for i in range(m):
+        for j in range(i, m):
+            r = R[i, j]
+            pw = 1.0
+            s[:, :] = 0.0
+            for n in range(N1):
+                for p in range(5):
+                    tp = T[p, i, n] * pw
+                    for q in range(5 - p):
+                        s[p, q] += tp * T[q, j, n]
+                pw *= r
+                if pw == 0.0:
+                    break
+            for p in range(5):
+                for q in range(5 - p):
+                    M[p, q, i, j] = s[p, q]
+                    M[q, p, j, i] = s[p, q]

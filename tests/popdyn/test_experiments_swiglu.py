@@ -306,7 +306,7 @@ def test_shipped_configs_validate(name):
 
 
 @pytest.mark.parametrize("student, match", [
-    ('activation = "swiglu"\nd = 4\nm = 3\nbias = true', r"takes only d, m, intercept and clock; \['bias'\]"),
+    ('activation = "swiglu"\nd = 4\nm = 3\nbias = true', r"takes only d, m, intercept, clock and biases; \['bias'\]"),
     ('activation = "swiglu"\nd = 4\nm = 3\nscaling = "mean_field"\nnegative_slope = 0.1',
      r"\['negative_slope', 'scaling'\] apply to relu-family"),
     ('activation = "swiglu"\nd = 4\nm = 0', "`m`"),
