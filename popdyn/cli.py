@@ -7,7 +7,8 @@
     popdyn ls --store DIR
     popdyn show --store DIR RUN
     popdyn check NAME... | --all [--quick|--full] | --list
-    popdyn reproduce NAME [--seeds N] [--store DIR] [--workers N] [--write FILE] [--no-run]
+    popdyn reproduce NAME [--seeds N] [--teachers LABEL ...] [--store DIR] [--workers N]
+                          [--write FILE] [--json FILE] [--no-run]
     popdyn --version
 """
 from __future__ import annotations
@@ -145,11 +146,15 @@ def cmd_reproduce(args) -> int:
     """Run a paper configuration and print the paper's numbers beside ours, cell by cell."""
     from .experiments.reproduce import reproduce, write_section
 
-    res = reproduce(args.name, seeds=args.seeds, store=args.store, workers=args.workers,
-                    progress=not args.quiet, run=not args.no_run)
+    from .experiments.cells import write_json
+
+    res = reproduce(args.name, seeds=args.seeds, teachers=args.teachers, store=args.store,
+                    workers=args.workers, progress=not args.quiet, run=not args.no_run)
     sys.stdout.write(res["text"])
     if args.write:
         print(f"popdyn reproduce: wrote the {args.name} section of {write_section(args.write, args.name, res['text'])}")
+    if args.json:
+        print(f"popdyn reproduce: wrote {len(res['cells'])} cells to {write_json(args.json, res['cells'])}")
     return 0
 
 
@@ -198,6 +203,10 @@ def _parser():
                                           "the paper cell by cell")
     rp.add_argument("name", choices=sorted(EXPERIMENTS), help="paper experiment")
     rp.add_argument("--seeds", type=int, help="only the first N declared seeds (a reduced look)")
+    rp.add_argument("--teachers", nargs="+", metavar="LABEL",
+                    help="only these rows (teacher labels as printed in the paper)")
+    rp.add_argument("--json", metavar="FILE", help="write every cell as a JSON object "
+                    "(experiment, row, column, paper, popdyn, verdict, reason)")
     rp.add_argument("--store", help="result store directory (default: ./popdyn-reproduce)")
     rp.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
     rp.add_argument("--write", help="markdown file whose NAME section is replaced by the report")

@@ -1,4 +1,4 @@
-"""The transcribed paper numbers (``data/configs/paper/paper_values2.toml``): schema and the
+"""The transcribed paper numbers (``data/configs/paper/paper_values.toml``): schema and the
 paper's internal consistency.
 
 Kumar (arXiv 2609.39408), Tables 1-7, Figure 1 (Section 1), Figure 24 and the prose of App A.2
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-PV_FILE = Path(__file__).resolve().parents[2] / "data" / "configs" / "paper" / "paper_values2.toml"
+PV_FILE = Path(__file__).resolve().parents[2] / "data" / "configs" / "paper" / "paper_values.toml"
 EPS = 1e-12
 
 with open(PV_FILE, "rb") as _fh:
