@@ -536,7 +536,7 @@ def _herm_unit(link, al, K, prec) -> _Herm | None:
                 wa = arb(w)
                 for n in range(min(K, h.K) + 1):
                     c[n] = c[n] + wa * h.c[n]
-                tau = A.upper(arb(tau) + arb(A.mul_up(float(w), h.tau)))
+                tau = A.upper(arb(tau) + arb(A.mul_up(abs(float(w)), h.tau)))
             s = arb(0)
             for v in c:
                 s += v * v
