@@ -126,6 +126,23 @@ def _arb_of(q: Fraction):
     return arb(q.numerator) / arb(q.denominator)
 
 
+def _run_value(x, name):
+    """A positive run value (h, s) as an Arb ball: a float or int exactly, a Fraction as the
+    quotient, a decimal string (e.g. ``"1e-400000"``, below the float range) as Arb parses it
+    (a rigorous ball; never expanded to an exact rational, whose digits could be astronomically
+    many).  Call inside :func:`workprec`."""
+    if isinstance(x, str):
+        try:
+            v = arb(x.strip())
+        except (ValueError, TypeError):
+            raise ValueError(f"`{name}` must be a number or a decimal string, got {x!r}") from None
+    else:
+        v = _arb_of(_exact(x, name))
+    if not v > 0:
+        raise ValueError(f"`{name}` must be > 0, got {x!r}")
+    return v
+
+
 def _lo(x):
     return x.lower()
 
@@ -590,12 +607,10 @@ def prescription(*, r, alpha=0.0, mu, delta, eps_L, eps_G, m=None, d=None, h=Non
     eG = _tol(eps_G, "eps_G", 0, Fraction(1, 4))
     m = None if m is None else _pos_int(m, "m")
     d = None if d is None else _pos_int(d, "d")
-    hq = None
-    if h is not None:
-        hq = _exact(h, "h")
-        if not hq > 0:
-            raise ValueError(f"`h` must be > 0, got {h!r}")
     prec = check_prec(prec)
+    if h is not None:
+        with workprec(prec):
+            _run_value(h, "h")
     if mu is not None:
         sig = signal_constant(mu, r=r, alpha=1 - J, prec=prec)
         Ks = [sig["K_star"]]
@@ -606,7 +621,7 @@ def prescription(*, r, alpha=0.0, mu, delta, eps_L, eps_G, m=None, d=None, h=Non
         Ks = [lo, hi]
         signal = {"K_star": None, "argmax_B": None, "boxes": 0, "family": True}
     with workprec(prec):
-        hv = None if hq is None else _arb_of(hq)
+        hv = None if h is None else _run_value(h, "h")
         if hv is None and len(Ks) == 2:
             # one fixed mesh for both ends: the h bound is increasing in K_*, so its lower end
             # at the smaller K_* is admissible for every μ
@@ -757,18 +772,15 @@ def hypotheses_report(settings):
     d = None if d is None else _pos_int(d, "d")
     h = settings.get("h")
     s = settings.get("s")
-    hq = None if h is None else _exact(h, "h")
-    sq = None if s is None else _exact(s, "s")
-    if hq is not None and not hq > 0:
-        raise ValueError(f"`h` must be > 0, got {h!r}")
-    if sq is not None and not sq > 0:
-        raise ValueError(f"`s` must be > 0, got {s!r}")
+    with workprec(prec):
+        hq = None if h is None else _run_value(h, "h")
+        sq = None if s is None else _run_value(s, "s")
     upd = settings.get("updates")
     if upd is not None and (isinstance(upd, bool) or not isinstance(upd, numbers.Integral)
                             or upd < 0):
         raise ValueError(f"`updates` must be a nonnegative int, got {upd!r}")
     P = prescription(r=r, alpha=alpha, mu=mu, delta=tol["delta"], eps_L=tol["eps_L"],
-                     eps_G=tol["eps_G"], m=m, d=d, h=None if hq is None else hq, prec=prec)
+                     eps_G=tol["eps_G"], m=m, d=d, h=h, prec=prec)
     balls = P["balls"]
     hyps = [teacher]
     with workprec(prec):
@@ -794,14 +806,14 @@ def hypotheses_report(settings):
         hyps.append(e_d)
         hyps.append(entry("s", "s² ≤ min{mν/S, mε_L/(20M²), mν_c/S_c, R_c²/(4S_c), mG_c/S_c, "
                           "mε_L/(20S_c)} (largest admissible ν, ν_c)", "(42)", "s2_bound",
-                          None if sq is None else _arb_of(sq) ** 2, "le",
+                          None if sq is None else sq ** 2, "le",
                           None if sq is None else _num(s)))
         if sq is not None:
             hyps[-1]["detail"] = hyps[-1]["detail"].replace(
-                f"s = {_num(s)}", f"s² = {_sci(_arb_of(sq) ** 2)}", 1)
+                f"s = {_num(s)}", f"s² = {_sci(sq ** 2)}", 1)
         hyps.append(entry("h", "0 < h ≤ min{2⁻¹², k/(512M), 1/(4M²T), κ_BMε_BM/3200, K_*/10⁴, "
                           "1/(1000r), 10⁻⁴, c_Gv_*/(20000TS)}", "(37)", "h_bound",
-                          None if hq is None else _arb_of(hq), "le",
+                          hq, "le",
                           None if hq is None else _num(h)))
         hyps.append(entry("horizon", "the run reaches the acquisition checkpoint N = N_* + "
                           "⌈T_G/h⌉ (at the run's h)", "(39)", "N",
