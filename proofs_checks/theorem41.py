@@ -881,8 +881,13 @@ def _num(x):
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
 
 
+#: the size hypotheses, listed first in the summary line
+_SIZES = ("m", "d", "s", "h", "horizon")
+
+
 def summary_line(report) -> str:
-    """One line: inside / outside / undecided, with the hypotheses not met and by how much."""
+    """One line: inside / outside / undecided; the size hypotheses (m, d, s, h, horizon) not
+    met come first, with their bounds, then the other hypotheses not met."""
     hyps = report["hypotheses"]
     bad = [hp for hp in hyps if hp["status"] == "not met"]
     und = [hp for hp in hyps if hp["status"] in ("undecided", "not given")]
@@ -890,10 +895,18 @@ def summary_line(report) -> str:
         return ("inside the theorem's hypotheses (Theorem 4.1 / E.1, App. C.1: every bound on "
                 "m, d, s, h and the horizon met)")
     if report["status"] == "outside":
-        names = ", ".join(hp["name"] for hp in bad)
-        det = "; ".join(hp["detail"] for hp in bad)
-        tail = f"; undecided/not given: {', '.join(hp['name'] for hp in und)}" if und else ""
-        return f"outside the theorem's hypotheses ({names} not met: {det}){tail}"
+        sizes = [hp for hp in bad if hp["name"] in _SIZES]
+        other = [hp for hp in bad if hp["name"] not in _SIZES]
+        parts = []
+        if sizes:
+            parts.append(f"{', '.join(hp['name'] for hp in sizes)} not met: "
+                         + "; ".join(hp["detail"] for hp in sizes))
+        if other:
+            parts.append(("also " if sizes else "") + "not met: " + "; ".join(
+                f"{hp['name']} ({hp['detail']})" for hp in other))
+        if und:
+            parts.append("undecided/not given: " + ", ".join(hp["name"] for hp in und))
+        return "outside the theorem's hypotheses (" + "; ".join(parts) + ")"
     return ("hypotheses of Theorem 4.1 undecided (" + ", ".join(
         f"{hp['name']}: {hp['status']}" for hp in und) + ")")
 
@@ -908,7 +921,8 @@ def settings_from_run_spec(spec, *, tolerances=None):
     convention draws W_jk ~ N(0, scale²/d), so s = scale; "entry" draws N(0, scale²), so
     s = scale·√d); h = the fixed GD step ``lr`` (popdyn's Δt on L = ½E[(f − y)²]; with
     mean-field scaling f = (1/m)Σ_j a_jσ(·) this is the paper's force step, η = mh/2 on the
-    full MSE); updates = ``max_updates``.  Structural hypotheses of the theorem that the spec
+    full MSE), or for the adaptive ``flow`` integrator its smallest step ``h_min`` (every
+    accepted step is at least h_min); updates = ``max_updates``.  Structural hypotheses of the theorem that the spec
     decides are reported beside them: fixed-step GD (method "gd"), the paper's student (mean-
     field 1/m output scaling, trained biases, no output intercept), the initialization law
     (heads, weights and biases all N(0, s²/d): popdyn draws heads and biases N(0, scale²)),
@@ -922,6 +936,9 @@ def settings_from_run_spec(spec, *, tolerances=None):
     conv = ini.get("convention", "norm")
     s = scale if conv == "norm" else scale * math.sqrt(d)
     method = tr.get("method", "flow")
+    # gd: the fixed step; flow: every accepted adaptive step is ≥ h_min (popdyn default 1e−6),
+    # so h_min > the bound means every step exceeds it
+    h = float(tr.get("lr", 0.05)) if method == "gd" else float(tr.get("h_min", 1e-6))
     structural = []
 
     def add(name, ok, detail, statement=""):
@@ -932,7 +949,8 @@ def settings_from_run_spec(spec, *, tolerances=None):
         "σ_α(t) = αt + (1 − α)t₊, 0 ≤ α < 1 (§3)")
     add("fixed step", method == "gd",
         "fixed-step GD" if method == "gd" else f"method {method!r}: an adaptive integrator, not "
-        "one fixed step h", "simultaneous fixed-step population GD, eq. (3)")
+        "one fixed step h (its smallest step h_min is compared with the h bound)",
+        "simultaneous fixed-step population GD, eq. (3)")
     add("student", st.get("scaling", "standard") == "mean_field" and st.get("bias", True)
         and not (st.get("intercept", True) and ini.get("fit_intercept", True)),
         f"scaling {st.get('scaling', 'standard')!r}, bias {st.get('bias', True)}, intercept "
@@ -947,7 +965,7 @@ def settings_from_run_spec(spec, *, tolerances=None):
         f"kind {kind!r}" + (f", kappa {t.get('kappa')!r}" if t.get("kappa") is not None else ""),
         "y = r^{-1/2} Σ_i q_μ(u_iᵀx) with unit coefficients (Theorem 4.1)")
     out = {"r": int(t.get("rank", 1)), "alpha": alpha, "link": t.get("link"), "m": m, "d": d,
-           "s": s, "h": float(tr["lr"]) if method == "gd" and "lr" in tr else None,
+           "s": s, "h": h,
            "updates": int(tr["max_updates"]) if "max_updates" in tr else None,
            "structural": structural}
     out.update(tolerances or {})
