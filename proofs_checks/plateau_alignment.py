@@ -30,6 +30,12 @@ Reading used here (stated, not tuned)
 * Family: additive teachers with a ``damped_cubic:a`` link (the declared family) and a small
   initialization (scale ≤ ``max_scale``).  Runs outside the family are reported as controls.
 
+Theorem hypotheses: the result (:class:`PlateauVerdict`) carries, beside its unchanged verdict,
+the hypotheses report of Theorem 4.1 / E.1 (Kumar, arXiv 2609.39408; the App. C.1 prescription,
+:mod:`proofs_checks.theorem41`) for each run setting, and its verdict line says "outside the
+theorem's hypotheses (...)" when a bound on m, d, s, h or the horizon (or a structural
+hypothesis) is not met -- as for the paper's own illustrations (§5).
+
 Note on the same-budget reading: inside a δ-prefix with a fitted intercept the student output
 has ‖f‖ ≲ √δ-scale, and a refit with a head of the same norm can lower the MSE only by about
 2‖f‖-scale, so under this reading ΔR > 0.399 cannot occur inside a δ = 1e−3 prefix; the check

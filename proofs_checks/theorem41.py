@@ -118,7 +118,8 @@ def _exact(x, name):
                 return Fraction(Fraction(p.strip()), Fraction(q.strip()))
             return Fraction(x.strip())
         except (ValueError, ZeroDivisionError):
-            raise ValueError(f"`{name}` must be a number or a decimal/ratio string, got {x!r}") from None
+            raise ValueError(f"`{name}` must be a number or a decimal/ratio string, "
+                             f"got {x!r}") from None
     raise TypeError(f"`{name}` must be a number, got {type(x).__name__}")
 
 
@@ -213,7 +214,8 @@ def mu_atoms(mu):
         if not w > 0:
             raise ValueError(f"`mu[{i}]` weight must be > 0, got {float(w)!r}")
         if not _V_MIN <= v <= 1:
-            raise ValueError(f"`mu[{i}]` location v must lie in [1/3, 1] (App. C.1), got {float(v)!r}"
+            raise ValueError(f"`mu[{i}]` location v must lie in [1/3, 1] (App. C.1), "
+                             f"got {float(v)!r}"
                              "; pass Fraction(1, 3) or '1/3' for the endpoint")
         atoms.append((w, v))
     if not atoms:
@@ -657,7 +659,8 @@ def prescription(*, r, alpha=0.0, mu, delta, eps_L, eps_G, m=None, d=None, h=Non
                 raise ArithmeticError(f"prescription: {key} is not certainly positive and finite "
                                       f"at prec = {prec}; try a higher prec")
         return {"constants": recs, "balls": balls, "signal": signal,
-                "m": int(runs[0]["m"].mid().unique_fmpz()), "d": int(runs[0]["d"].mid().unique_fmpz())}
+                "m": int(runs[0]["m"].mid().unique_fmpz()),
+                "d": int(runs[0]["d"].mid().unique_fmpz())}
 
 
 def _emin(xs):
@@ -922,11 +925,13 @@ def settings_from_run_spec(spec, *, tolerances=None):
     s = scale·√d); h = the fixed GD step ``lr`` (popdyn's Δt on L = ½E[(f − y)²]; with
     mean-field scaling f = (1/m)Σ_j a_jσ(·) this is the paper's force step, η = mh/2 on the
     full MSE), or for the adaptive ``flow`` integrator its smallest step ``h_min`` (every
-    accepted step is at least h_min); updates = ``max_updates``.  Structural hypotheses of the theorem that the spec
-    decides are reported beside them: fixed-step GD (method "gd"), the paper's student (mean-
-    field 1/m output scaling, trained biases, no output intercept), the initialization law
-    (heads, weights and biases all N(0, s²/d): popdyn draws heads and biases N(0, scale²)),
-    a relu/leaky_relu activation and an additive teacher with unit coefficients.
+    accepted step is at least h_min); updates = ``max_updates``.  Structural hypotheses of the
+    theorem that the spec decides are reported beside them: fixed-step GD (method "gd"; popdyn's
+    GD is θ ← θ − Δt·κ∇L with κ = m under mean-field scaling, i.e. η = m·lr/2 on the full MSE),
+    the paper's student (mean-field 1/m output scaling, trained biases, no output intercept),
+    the initialization law (heads, weights and biases all N(0, s²/d): popdyn draws heads and
+    biases N(0, scale²)), a relu/leaky_relu activation and an additive teacher with unit
+    coefficients.
     """
     t, st, ini, tr = spec["teacher"], spec["student"], spec["init"], spec["train"]
     act = st.get("activation", "relu")

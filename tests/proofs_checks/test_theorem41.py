@@ -24,8 +24,8 @@ def _mpf(x):
 
 def mp_F(mu, B):
     """√(B/(1+B)) ∫ v^{-3/2} φ(√(B/v)) dμ (eq. (8))."""
-    return mp.sqrt(B / (1 + B)) * mp.fsum(_mpf(w) * _mpf(v) ** mp.mpf(-1.5) * mp.npdf(mp.sqrt(B / _mpf(v)))
-                                          for w, v in mu)
+    return mp.sqrt(B / (1 + B)) * mp.fsum(
+        _mpf(w) * _mpf(v) ** mp.mpf(-1.5) * mp.npdf(mp.sqrt(B / _mpf(v))) for w, v in mu)
 
 
 def mp_Fstar(mu):
@@ -221,7 +221,8 @@ def test_report_paper_baseline_outside():
     assert st_ == {"teacher": "met", "m": "not met", "d": "not met", "s": "not met",
                    "h": "not met", "horizon": "not met", "zeta": "met"}
     assert rep["status"] == "outside"
-    assert rep["summary"].startswith("outside the theorem's hypotheses (m, d, s, h, horizon not met")
+    assert rep["summary"].startswith(
+        "outside the theorem's hypotheses (m, d, s, h, horizon not met")
     assert all(c["applies"] is False for c in rep["conclusions"])
     m_b = next(h for h in rep["hypotheses"] if h["name"] == "m")["bound"]
     assert 12 < m_b["log10"][0] <= m_b["log10"][1] < 13        # m ≥ 7.38e12
