@@ -30,6 +30,12 @@ Reading used here (stated, not tuned)
 * Family: additive teachers with a ``damped_cubic:a`` link (the declared family) and a small
   initialization (scale ≤ ``max_scale``).  Runs outside the family are reported as controls.
 
+Theorem hypotheses: the result (:class:`PlateauVerdict`) carries, beside its unchanged verdict,
+the hypotheses report of Theorem 4.1 / E.1 (Kumar, arXiv 2609.39408; the App. C.1 prescription,
+:mod:`proofs_checks.theorem41`) for each run setting, and its verdict line says "outside the
+theorem's hypotheses (...)" when a bound on m, d, s, h or the horizon (or a structural
+hypothesis) is not met -- as for the paper's own illustrations (§5).
+
 Note on the same-budget reading: inside a δ-prefix with a fitted intercept the student output
 has ‖f‖ ≲ √δ-scale, and a refit with a head of the same norm can lower the MSE only by about
 2‖f‖-scale, so under this reading ΔR > 0.399 cannot occur inside a δ = 1e−3 prefix; the check
@@ -43,8 +49,10 @@ Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): abstract (the theorem
 """
 from __future__ import annotations
 
+import json
 import math
 import tempfile
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +66,7 @@ from popdyn.experiments.store import num
 from popdyn.experiments.tables import groups
 
 from ._core import make_verdict, register, summary_verdict, Verdict
+from .theorem41 import hypotheses_report, settings_from_run_spec
 
 A_CONST = 0.5
 R_CONST = 0.399
@@ -121,9 +130,11 @@ def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
     rkind = "same_budget" if budget == "same_budget" else "bounded"
     parts, notes = [], []
     n_claim = 0
+    specs = []
     for setting, label, recs in groups(store):
         for rec in recs:
             fam = in_family(rec, max_scale)
+            specs.append((rec["spec"], fam))
             role = "claim" if fam else "control"
             n_claim += fam
             tag = f"{label}{'' if setting == 'default' else ' · ' + setting} seed {rec['seed']}"
@@ -168,13 +179,14 @@ def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
                  + ("same-budget = ‖a′‖ ≤ ‖a‖ of the checkpoint's own head"
                     if budget == "same_budget" else f"fixed ball ‖a′‖ ≤ {budget} at both checkpoints"))
     if not parts:
-        return Verdict("plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf),
-                       "numerical", -math.inf, settings=dict(settings or {}), kind="at_least",
-                       notes=tuple(notes + ["the store has no finished runs"]))
+        return with_hypotheses(Verdict(
+            "plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf), "numerical",
+            -math.inf, settings=dict(settings or {}), kind="at_least",
+            notes=tuple(notes + ["the store has no finished runs"])), specs)
     v = summary_verdict("plateau_alignment", stmt, parts, settings=settings, notes=notes)
     if n_claim == 0:
         v = v.replace(verdict="undecided")
-    return v
+    return with_hypotheses(v, specs)
 
 
 @register("plateau_alignment",
@@ -248,11 +260,13 @@ def check_store_paper(store, keys=None, *, budget="teacher", max_scale=0.05, pre
     st = store if isinstance(store, Store) else Store(store, create=False)
     keys = list(keys) if keys is not None else list(st.keys())
     parts, notes, n_claim = [], [], 0
+    specs = []
     for k in keys:
         if not st.has(k):
             continue
         rec, arrs = st.record(k), st.arrays(k)
         fam = in_family(rec, max_scale)
+        specs.append((rec["spec"], fam))
         role = "claim" if fam else "control"
         n_claim += fam
         tag = f"{rec['label']} seed {rec['seed']}"
@@ -290,10 +304,80 @@ def check_store_paper(store, keys=None, *, budget="teacher", max_scale=0.05, pre
             "small initialization")
     notes.append("reading: " + PAPER_READING.format(budget=budget))
     if not parts:
-        return Verdict("plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf),
-                       "numerical", -math.inf, settings=dict(settings or {}), kind="at_least",
-                       notes=tuple(notes + ["no finished runs"]))
+        return with_hypotheses(Verdict(
+            "plateau_alignment", "undecided", stmt, A_CONST, (-math.inf, math.inf), "numerical",
+            -math.inf, settings=dict(settings or {}), kind="at_least",
+            notes=tuple(notes + ["no finished runs"])), specs)
     v = summary_verdict("plateau_alignment", stmt, parts, settings=settings, notes=notes)
     if n_claim == 0:
         v = v.replace(verdict="undecided")
-    return v
+    return with_hypotheses(v, specs)
+
+
+# ---------------------------------------------------------------------------- the hypotheses
+@dataclass(frozen=True)
+class PlateauVerdict(Verdict):
+    """A :class:`Verdict` carrying the hypotheses report of Theorem 4.1 / E.1 beside it.
+
+    ``hypotheses`` is plain data: ``summary`` (one line), ``status`` ("inside" / "outside" /
+    "undecided": the worst over the runs' settings) and ``settings`` (one entry per distinct
+    run setting: its ``role``, ``runs`` count and the :func:`proofs_checks.theorem41.
+    hypotheses_report`).  The verdict itself is computed exactly as before; the report only
+    says whether the runs lie inside the theorem's App. C.1 prescription.  The report's first
+    line carries the summary."""
+
+    hypotheses: dict = field(default_factory=dict)
+
+    def report(self, indent: int = 0, *, notes: bool = True) -> str:
+        text = super().report(indent, notes=notes)
+        line = self.hypotheses.get("summary")
+        if not line:
+            return text
+        head, _, rest = text.partition("\n")
+        return f"{head}  — {line}" + ("\n" + rest if rest else "")
+
+
+def hypotheses_of(specs) -> dict:
+    """The hypotheses report of each distinct run setting among ``specs`` ((spec, in_family)
+    pairs), in-family settings first (Kumar, arXiv 2609.39408, Theorem 4.1 / App. C.1; the
+    reading of a popdyn run spec is :func:`proofs_checks.theorem41.settings_from_run_spec`)."""
+    seen = {}
+    for spec, fam in specs:
+        ident = {k: spec[k] for k in ("teacher", "student", "init", "train") if k in spec}
+        ident = {**ident, "init": {k: v for k, v in ident.get("init", {}).items() if k != "seed"},
+                 "teacher": {k: v for k, v in ident.get("teacher", {}).items() if k != "label"}}
+        key = json.dumps(ident, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = {"role": "claim" if fam else "control", "runs": 0, "spec": spec}
+        seen[key]["runs"] += 1
+    out = []
+    for e in sorted(seen.values(), key=lambda e: e["role"] != "claim"):
+        try:
+            rep = hypotheses_report(settings_from_run_spec(e["spec"]))
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+            rep = {"status": "undecided", "summary": f"hypotheses report unavailable: {exc}",
+                   "hypotheses": [], "not_met": []}
+        out.append({"role": e["role"], "runs": e["runs"], "report": rep})
+    if not out:
+        return {"status": "undecided", "summary": "", "settings": []}
+    pool = [o for o in out if o["role"] == "claim"] or out
+    stats = [o["report"]["status"] for o in pool]
+    status = ("outside" if "outside" in stats else "inside" if all(x == "inside" for x in stats)
+              else "undecided")
+    first = next((o for o in pool if o["report"]["status"] == status), pool[0])
+    summary = first["report"]["summary"]
+    if len(pool) > 1:
+        summary += f" [{len(pool)} run settings; shown: the first with this status]"
+    return {"status": status, "summary": summary, "settings": out}
+
+
+def with_hypotheses(v: Verdict, specs) -> PlateauVerdict:
+    """``v`` unchanged in verdict, margins and parts, carrying :func:`hypotheses_of` ``specs``
+    and, when a hypothesis is not met, a first note saying so."""
+    hyp = hypotheses_of(specs)
+    notes = tuple(v.notes)
+    if hyp["summary"]:
+        notes = (f"Theorem 4.1 / E.1 hypotheses (App. C.1): {hyp['summary']}",) + notes
+    base = {f: getattr(v, f) for f in Verdict.__dataclass_fields__}
+    base["notes"] = notes
+    return PlateauVerdict(**base, hypotheses=hyp)

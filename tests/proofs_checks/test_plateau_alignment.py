@@ -69,3 +69,47 @@ def test_out_of_family_is_control(tmp_path):
 def test_bad_family():
     with pytest.raises(ValueError, match="declared family"):
         run_check("plateau_alignment", link="h3")
+
+
+# ------------------------------------------------------------------ Theorem 4.1 hypotheses report
+PAPER_SPEC = {"teacher": {"link": "h3", "rank": 2, "label": "h3 r=2"},
+              "student": {"d": 16, "m": 32, "activation": "relu", "bias": True,
+                          "intercept": False, "scaling": "mean_field"},
+              "init": {"scale": 1e-4, "seed": 1, "fit_intercept": False},
+              "train": {"method": "gd", "lr": 0.05, "max_updates": 20000}}
+
+
+def test_verdict_carries_hypotheses_report(verdict):
+    """The quick cohort (d = 4, m = 6, s = 0.01, adaptive flow) is far outside App. C.1: the
+    result says so on its verdict line and carries the report as plain data."""
+    import json
+    from proofs_checks.plateau_alignment import PlateauVerdict
+    v = verdict
+    assert isinstance(v, PlateauVerdict) and v.hypotheses["status"] == "outside"
+    head = v.report().splitlines()[0]
+    assert head.startswith(f"[{v.verdict.upper()}] plateau_alignment")
+    assert "outside the theorem's hypotheses (m, d, s, h, horizon not met: m = 6 <" in head
+    d = json.loads(v.to_json())
+    rep = d["hypotheses"]["settings"][0]["report"]
+    assert {h["name"]: h["status"] for h in rep["hypotheses"]}["fixed step"] == "not met"
+    assert d["hypotheses"]["settings"][0]["runs"] == 2 and d["verdict"] == v.verdict
+
+
+def test_with_hypotheses_keeps_the_verdict():
+    """Attaching the report changes neither the verdict, its bracket and margin, nor its parts;
+    the paper's baseline (d = 16, m = 32, s = 1e−4, h = 0.05) misses m, d, s, h (§5:
+    "illustrative parameters, outside the theorem's sufficient prescriptions")."""
+    from proofs_checks import make_verdict, summary_verdict
+    from proofs_checks.plateau_alignment import with_hypotheses
+    p = make_verdict("ΔA_min x", "s", kind="at_least", constant=0.5, bracket=(0.6, 0.7),
+                     provenance="rigorous")
+    v0 = summary_verdict("plateau_alignment", "stmt", [p], settings={"a": 1}, notes=["n"])
+    v = with_hypotheses(v0, [(PAPER_SPEC, True)])
+    for f in ("verdict", "bracket", "margin", "constant", "provenance", "parts", "settings",
+              "statement", "kind"):
+        assert getattr(v, f) == getattr(v0, f)
+    assert v.notes[1:] == v0.notes and "Theorem 4.1" in v.notes[0]
+    line = v.hypotheses["summary"]
+    assert line.startswith("outside the theorem's hypotheses (m, d, s, h, horizon not met: "
+                           "m = 32 < 7.38417e+12; d = 16 < 4.3967e+6")
+    assert v.replace(elapsed=1.0).hypotheses == v.hypotheses       # run_check keeps it
