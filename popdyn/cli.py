@@ -80,7 +80,7 @@ def cmd_run(args) -> int:
         path = args.config
         cfg = _load(path)
     else:
-        path = data_path("configs", "smoke.toml")     # the embedded default
+        path = data_path("configs", "paper_smoke.toml")     # the embedded default
         with resources.as_file(path) as fp:
             cfg = _load(fp)
     if args.seeds is not None:
@@ -104,12 +104,18 @@ def cmd_run(args) -> int:
         res = sweep(cfg, store_dir, workers=args.workers, progress=True)
         print(f"  {len(res['keys'])} runs: {res['ran']} computed, {res['skipped']} already stored "
               f"({res['wall']:.1f} s)")
-        from proofs_checks.plateau_alignment import check_store, family_config, in_family
+        from proofs_checks.plateau_alignment import (check_store, check_store_paper,
+                                                     family_config, in_family)
 
         st = Store(store_dir, create=False)
         students = [cfg["student"]] + [s.get("student", {}) for s in cfg.get("settings", [])]
         swiglu = any(_config.is_swiglu({**cfg["student"], **t}) for t in students)
-        if swiglu:
+        # runs on the paper's protocol (a plateau rule with the exact endpoint E) are decided as
+        # the paper decides them, at each run's E (check_store_paper)
+        paper = all("plateau_event" in st.record(k) for k in res["keys"] if st.has(k))
+        if paper:
+            pass
+        elif swiglu:
             # the theorem concerns ReLU / leaky-ReLU students: a family cohort "with the same
             # student" does not exist, so the SwiGLU runs are reported as controls only
             print("  plateau_alignment: the theorem's family has ReLU / leaky-ReLU students; "
@@ -132,7 +138,9 @@ def cmd_run(args) -> int:
             print(f"\n  figure: {p}")
         except ImportError as exc:
             print(f"\n  figure: skipped ({exc})")
-        v = check_store(st, settings={"config": str(path), "store": str(store_dir)})
+        settings = {"config": str(path), "store": str(store_dir)}
+        v = (check_store_paper(st, res["keys"], settings=settings) if paper
+             else check_store(st, settings=settings))
         print("")
         print(v.report())
         print(f"\npopdyn run: total wall time {time.perf_counter() - t0:.1f} s")
@@ -166,8 +174,9 @@ def _parser():
     parser.add_argument("--version", action="version", version=f"popdyn {__version__}")
     sub = parser.add_subparsers(dest="cmd")
     run = sub.add_parser("run", help="sweep + table + figure + plateau_alignment check "
-                                     "(default: the embedded smoke configuration)")
-    run.add_argument("config", nargs="?", help="TOML configuration (default: the embedded smoke config)")
+                                     "(default: the embedded paper_smoke configuration)")
+    run.add_argument("config", nargs="?", help="TOML configuration (default: the embedded "
+                                               "paper_smoke config, the paper's protocol)")
     run.add_argument("--store", help="result store directory (default: a temporary one)")
     run.add_argument("--workers", type=int, help="worker processes (default: all cores)")
     run.add_argument("--out", help="figure file (default: popdyn_run.png)")

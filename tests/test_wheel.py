@@ -106,6 +106,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
               "-q", whl], cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     assert (purelib / "popdyn" / "_data" / "configs" / "smoke.toml").is_file()
+    assert (purelib / "popdyn" / "_data" / "configs" / "paper_smoke.toml").is_file()
     (purelib / "_popdyn_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
     out = tmp_path / "elsewhere"
     out.mkdir()
