@@ -45,7 +45,7 @@ Names (``LINK_NAMES``) and meanings
     :class:`Link`). Nested mixtures are flattened (weights multiplied in float64). The canonical
     name is ``mixture(w1*name1, w2*name2, …)``, which :func:`get_link` also accepts. Mixtures of
     ``g``/``q`` links are again g_μ for a (signed) measure and keep the exact closed forms.
-``user:<name>`` (see :func:`from_hermite`, :func:`from_callable`)
+``user:<name>`` (see :func:`popdyn.links_user.from_hermite`, :func:`popdyn.links_user.from_callable`)
     a polynomial link a user brings, from a finite Hermite vector (exact) or from a callable
     (Gauss–Hermite quadrature with a stated error bound, :mod:`popdyn.links_user`); registered
     by name in the running process.
@@ -672,7 +672,8 @@ class Link:
     components : tuple of (float, Link)
         For mixtures, the (flattened) weighted components; empty for base links.
     info : dict or None
-        Provenance of user links (:func:`from_hermite`, :func:`from_callable`: the stated
+        Provenance of user links (:func:`popdyn.links_user.from_hermite`,
+        :func:`popdyn.links_user.from_callable`: the stated
         error bounds); None for built-in links.
     """
 
@@ -1030,7 +1031,7 @@ def _canonical(spec) -> str:
     if s.startswith("user:"):
         if s not in _USER_LINKS:
             raise ValueError(f"`spec`: no user link {s!r} in this process; build it first with "
-                             "popdyn.links.from_hermite or popdyn.links.from_callable "
+                             "popdyn.links_user.from_hermite or popdyn.links_user.from_callable "
                              f"(registered: {sorted(_USER_LINKS) or 'none'})")
         return s
     if s.startswith("damped_cubic:"):
@@ -1251,6 +1252,5 @@ def g_mixture(measure, *, normalized: bool = False) -> Link:
 #: links registered by from_hermite / from_callable, by canonical name ``user:<name>``
 _USER_LINKS: dict = {}
 
-from .links_user import from_callable, from_hermite  # noqa: E402  (needs the names above)
 
-__all__ += ["g_mixture", "from_hermite", "from_callable"]
+__all__ += ["g_mixture"]

@@ -1,4 +1,4 @@
-"""User links (popdyn.links.from_hermite, from_callable) and signed mixtures.
+"""User links (popdyn.links_user.from_hermite, from_callable) and signed mixtures.
 
 References: eq. (7) of Kumar (arXiv 2609.39408) implemented by hand below in numpy (``_g_half``)
 and compared with the library's closed-form ``g:1/2``; exact polynomial moments written here
@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import popdyn
-from popdyn.links import N_TAB, from_callable, from_hermite, g_mixture, get_link, mixture
+from popdyn.links import N_TAB, g_mixture, get_link, mixture
+from popdyn.links_user import from_callable, from_hermite
 
 mp = mpmath.MPContext()
 mp.dps = 30
