@@ -295,7 +295,7 @@ def test_a_loss_stop_after_the_prefix_leaves_everything_at_P_unchanged(tmp_path)
     for tgt in (0.99, 0.995):
         st = Store(tmp_path / str(tgt))
         k = sweep(_smoke_r1(tgt), st, workers=1, progress=False)["keys"][0]
-        out[tgt] = R._m_swiglu(st.record(k), st.arrays(k))
+        out[tgt] = R._m_swiglu_paper(st.record(k), st.arrays(k))
     assert out[0.99]["l_P"] > 0.995 > out[0.99]["l_f"]      # both stops lie after the prefix
     for q in ("t_P", "n_P", "l_P", "A_top_0", "A_top_P", "R_0", "R_P"):
         assert out[0.99][q] == out[0.995][q], q
@@ -382,10 +382,14 @@ def test_the_diagnostic_schedule_does_not_change_a_swiglu_flow_trajectory():
     from popdyn.experiments.runner import build
     from popdyn.experiments.sweep import plan
 
+    from popdyn.config import paper_euler_kwargs
+    from popdyn.swiglu import train_paper
+
     spec = plan(_smoke_r1(0.99))[0][1]
     S, T, p0, kw, schedule, rec = build(spec)
-    dense = popdyn.train(S, p0, T, schedule=schedule, recorder=rec, **kw)
-    bare = popdyn.train(S, p0, T, schedule=popdyn.Schedule(every=10 ** 9, early=()), **kw)
+    kw = paper_euler_kwargs(kw)          # the shipped config runs the App. U.6 protocol
+    dense = train_paper(S, p0, T, schedule=schedule, recorder=rec, **kw)
+    bare = train_paper(S, p0, T, schedule=popdyn.Schedule(every=10 ** 9, early=()), **kw)
     assert dense.n[-1] == bare.n[-1] > 50 and dense.status == bare.status == "converged"
     assert np.array_equal(dense.loss, bare.loss)
     assert np.array_equal(dense.t, bare.t)
