@@ -30,10 +30,17 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     [init]      scale, seeds (list or {start, count}), fit_intercept,
                 convention ("norm": W ~ N(0, s²/d), the default | "entry": IID N(0, s²) entries
                 | "iid": every entry of a, W and b IID N(0, s²/d), Kumar §3)
-    [train]     method ("flow" | "gd" | "armijo"), lr, head_lr_mult, bias_lr_mult,
-                intercept_lr_mult, eps, h0, h_min, h_max, max_halvings, max_updates, max_time,
-                loss_target, explode   (stopping rules: loss_target, max_updates, max_time,
-                explode; "armijo": persistent Armijo from h0 with max_halvings, Kumar eq. (19))
+    [train]     method ("flow" | "gd" | "armijo" | "paper_euler"), lr, head_lr_mult,
+                bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max, max_halvings,
+                max_updates, max_time, loss_target, explode   (stopping rules: loss_target,
+                max_updates, max_time, explode; "armijo": persistent Armijo from h0 with
+                max_halvings, Kumar eq. (19))
+                method = "paper_euler": the SwiGLU protocol of Kumar App. U.6
+                (:func:`popdyn.swiglu.train_paper`) for a biased SwiGLU student
+                (``biases = true``, ``intercept = true``); keys dt (a fixed Δt; absent: the
+                adaptive step), rel_change (0.01), dt_max (50), rel_norm ("global" | "block"),
+                loss_target (ℓ_stop), max_time (t_max), max_updates (N_max), explode; the other
+                keys do not apply.  Such runs need ``[diagnostics] certify = false``.
     [schedule]  every, early                         (diagnostic schedule, in updates)
                 kind = "baseline" | "a2": the paper's schedules (popdyn.Schedule.named; no
                 every/early then), plateau = a rule of popdyn.plateau.NAMED_RULES whose
@@ -109,7 +116,7 @@ _SECTIONS = {
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode",
-              "max_halvings"},
+              "max_halvings", "dt", "rel_change", "dt_max", "rel_norm"},
     "schedule": {"every", "early", "kind", "plateau"},
     "diagnostics": {"kinds", "budget", "geometry", "delta", "certify", "certify_kinds", "prec"},
     "store": {"checkpoint_every"},
@@ -509,6 +516,10 @@ def expand(cfg: dict) -> list:
         for k in ("geometry", "certify"):
             if not isinstance(diag[k], bool):
                 raise ConfigError(f"[diagnostics] {k} must be true or false, got {diag[k]!r}")
+        if sec["train"].get("method") == PAPER_EULER and diag["certify"]:
+            raise ConfigError(f"[diagnostics] certify must be false for [train] method = "
+                              f"'paper_euler' (in {where}): certify does not cover the biased "
+                              f"SwiGLU student")
         store = {**STORE_DEFAULTS, **cfg.get("store", {})}
         _int("[store] checkpoint_every", store["checkpoint_every"], minimum=1)
         train = dict(sec["train"])
@@ -541,10 +552,59 @@ def _student_spec(table: dict) -> dict:
     return {k: v for k, v in table.items() if not (k == "skip" and v is False)}
 
 
+#: [train] method of the SwiGLU experimental protocol (Kumar App. U.6; popdyn.swiglu.train_paper)
+PAPER_EULER = "paper_euler"
+#: [train] keys of ``method = "paper_euler"``
+PAPER_EULER_KEYS = ("method", "dt", "rel_change", "dt_max", "rel_norm", "loss_target",
+                    "max_time", "max_updates", "explode")
+#: [train] keys of the other methods only
+_PAPER_ONLY = ("dt", "rel_change", "dt_max", "rel_norm")
+
+
+def paper_euler_kwargs(train: dict) -> dict:
+    """The :func:`popdyn.swiglu.train_paper` keywords of a ``method = "paper_euler"`` [train]
+    table: ``loss_target`` is the paper's ℓ_stop, ``max_time`` its t_max and ``max_updates``
+    its N_max (Kumar App. U.6, "Loss stopping thresholds and observation ceilings"); defaults
+    are those of ``train_paper`` (adaptive step, cap 0.01, Δt ≤ 50, no loss stop, t_max = ∞,
+    N_max = 20000)."""
+    kw = {"dt": train.get("dt"), "rel_change": train.get("rel_change", 0.01),
+          "dt_max": train.get("dt_max", 50.0), "rel_norm": train.get("rel_norm", "global"),
+          "loss_stop": train.get("loss_target", 0.0),
+          "t_max": train.get("max_time", float("inf")),
+          "n_max": train.get("max_updates", 20000), "explode": train.get("explode", 1e6)}
+    return kw
+
+
+def _check_paper_euler(student, teacher, train, where):
+    from .swiglu import train_paper
+
+    extra = sorted(k for k in train if k not in PAPER_EULER_KEYS)
+    if extra:
+        raise ConfigError(f"[train] method = 'paper_euler' takes only {list(PAPER_EULER_KEYS)} "
+                          f"(in {where}); {extra} belong to the other methods: remove them")
+    if not (isinstance(student, SwiGLUStudent) and student.biases and student.intercept):
+        raise ConfigError(f"[train] method = 'paper_euler' is the protocol of the biased SwiGLU "
+                          f"student (Kumar App. U.6): set [student] activation = 'swiglu', "
+                          f"biases = true, intercept = true (in {where})")
+    try:
+        if "max_updates" in train:
+            V.nonneg_int("max_updates", train["max_updates"])
+        kw = paper_euler_kwargs(train)
+        kw["n_max"] = 0
+        train_paper(student, student.init(0, 0.1, teacher, convention="paper"), teacher, **kw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[train] in {where}: {exc}") from None
+
+
 def _check_train(student, teacher, train, where):
     """Validate [train] by a zero-update call of the integrator (same checks as a real run)."""
     if "schedule" in train:
         raise ConfigError("[train] has no `schedule` key; use the [schedule] section")
+    if train.get("method") == PAPER_EULER:
+        return _check_paper_euler(student, teacher, train, where)
+    bad = sorted(k for k in train if k in _PAPER_ONLY)
+    if bad:
+        raise ConfigError(f"[train] {bad} apply to method = 'paper_euler' only (in {where})")
     try:
         if "max_updates" in train:
             V.nonneg_int("max_updates", train["max_updates"])

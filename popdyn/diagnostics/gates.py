@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
-from ..swiglu import SwiGLUParams
+from ..swiglu import SwiGLUBiasParams, SwiGLUParams
 from .geometry import _check_axes, teacher_frame
 
 THRESHOLD = 25.8
@@ -112,7 +112,10 @@ def gate_geometry(params, U, *, threshold: float = THRESHOLD, axes=None) -> Gate
 
     Parameters
     ----------
-    params : SwiGLUParams
+    params : SwiGLUParams or SwiGLUBiasParams
+        A SwiGLU state; for the biased student (Kumar (arXiv 2609.39408) eq. (71)) the
+        geometry is that of the spatial gate and value rows g_j, v_j (the biases b_j, c_j do
+        not enter the angles; the weight is |a_j|·‖g_j‖·‖v_j‖ as without biases).
     U : array_like (r, d) or Teacher
         Teacher subspace (orthonormal rows) or a teacher (its ``subspace`` and unit directions).
     threshold : float
@@ -134,8 +137,9 @@ def gate_geometry(params, U, *, threshold: float = THRESHOLD, axes=None) -> Gate
     >>> g.frac_gates_near_axis, g.frac_axes_covered
     (0.5, 1.0)
     """
-    if not isinstance(params, SwiGLUParams):
-        raise TypeError(f"`params` must be a popdyn.SwiGLUParams, got {type(params).__name__}")
+    if not isinstance(params, (SwiGLUParams, SwiGLUBiasParams)):
+        raise TypeError(f"`params` must be a popdyn.SwiGLUParams or popdyn.swiglu.SwiGLUBiasParams,"
+                        f" got {type(params).__name__}")
     threshold = V.real("threshold", threshold, positive=True)
     if threshold > 90:
         raise ValueError(f"`threshold` must be in (0, 90] degrees, got {threshold!r}")

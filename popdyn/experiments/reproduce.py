@@ -26,6 +26,18 @@ E is the last update before the MSE leaves [0.95, 1.05] or its running max/min e
 Table 1's "mean refit decrease" is the mean of Δ̂ (its caption: "Refits retain numerical lower
 and feasible upper risks"), Figure 1's "refit MSE" the mean bracket [R̲, R̄].
 
+The SwiGLU experiments (``table3``: Tables 3–5, the 24 trajectories of App. U.7; ``table6``:
+Tables 6–7, the twenty-seed rank-one extension of App. U.8; ``figure24``: checkpoint 66 of the
+width-256 run) run the biased SwiGLU student on the protocol of App. U.6 (``[train] method =
+"paper_euler"``, :func:`popdyn.swiglu.train_paper`).  A run's row is "<case> (<seed>)" as
+printed (the case is the setting label, or the teacher label in a configuration without
+settings); Table 6's row is the teacher.  Per run (:func:`_m_swiglu_paper`): the loss-selected
+prefixes |ℓ_n − ℓ_0| ≤ δ (δ = 1e−3 for Table 3, 1e−4 for Table 4), P the last snapshot inside,
+A_top, A_min ("--" at rank one, as printed) and the equilibrated 1e−12 eigencutoff refit R at 0
+and P, and the terminal status, t_f, ℓ_f and the diagnostics at D, the last snapshot (Table 5).
+A column that Tables 4 or 5 print under Table 3's name with another meaning is measured as
+``"<section>:<column>"`` (e.g. ``"table4:t_P"``), and :func:`compare` reads that key first.
+
 Statistics are those of the paper's captions (mean or median over seeds; one run per row for the
 per-run tables); the paper's seeds cannot be popdyn's draws, so a per-run row is compared with
 popdyn's run of the same seed number as one more draw of the same distribution.  ``--seeds N``
@@ -87,6 +99,16 @@ EXPERIMENTS = {
     "plateau_alignment": Experiment(("plateau_alignment.toml",), (),
                                     "Theorem 4.1 on its own family (g_v / g_mu teachers) under "
                                     "the baseline protocol, with the theorem's hypotheses"),
+    "table3": Experiment(("table3.toml", "table3_smoke_r2.toml", "table3_links.toml",
+                          "table3_rank2.toml"), ("table3", "table4", "table5"),
+                         "the 24 SwiGLU trajectories of App. U.7 (Tables 3-5): smokes, h_3, "
+                         "h_3+.3h_2, ReLU, tanh, rank two, m=256, fixed-step GD; U.6 protocol"),
+    "table6": Experiment(("table6.toml", "table6_links.toml"), ("table6", "table7"),
+                         "twenty-seed rank-one SwiGLU extension (Tables 6-7, App. U.8): d=16, "
+                         "m=64, eps=.05, seeds 0-19, U.6 protocol"),
+    "figure24": Experiment(("figure24.toml",), ("figure24",),
+                           "checkpoint 66 of the width-256 SwiGLU run (App. U.7, Figure 24): "
+                           "refit risk, legacy ridge diagnostic, t and loss"),
 }
 _STATS = {"mean": np.mean, "median": np.median}
 
@@ -179,23 +201,150 @@ def _m_figure1(rec, arrs):
     return out
 
 
+# ---------------------------------------------------------------------------- SwiGLU (App. U)
+#: the reference-comparison loss tolerance of the width-256 run (App. U.7: "At the
+#: reference-comparison tolerance 1.2 × 10^-5 ... changes from 0.8183 to 0.3306")
+REF_DELTA = 1.2e-5
+#: ridge parameter λ of the legacy diagnostic [V_y − bᵀ(G + λI)⁻¹b]/V_y (App. U.6).  The paper
+#: does not state the reference's λ; declared 1e−8 (on the centered Gram of the raw features).
+LEGACY_RIDGE = 1e-8
+
+
+def _swiglu_run(rec, arrs):
+    """(student, teacher, ℓ per update, rank) of a stored SwiGLU protocol run."""
+    S, T = _build(rec)
+    ell = 2.0 * np.asarray(arrs["loss"], dtype=np.float64) / float(rec["variance"])
+    return S, T, ell, int(rec["r"])
+
+
+def _m_swiglu_paper(rec, arrs):
+    """Per-run quantities of Tables 3–5 (App. U.7) of a ``[train] method = "paper_euler"`` run.
+
+    At the δ = 1e−3 prefix (Table 3) and the δ = 1e−4 prefix (Table 4, keys ``"table4:..."``):
+    ``t_P``, ``l_0``, ``l_P``, ``A_top_0``, ``A_top_P``, ``A_min_0``, ``A_min_P`` ("--" at rank
+    one, as printed), ``R_0``, ``R_P`` (the equilibrated 1e−12 eigencutoff refit), with P the
+    last snapshot inside the prefix (:func:`popdyn.experiments.runner.paper_prefix`) and the
+    values its stored diagnostics (:func:`popdyn.experiments.runner.paper_recorder`);
+    ``t_prefix`` the time of the last update inside the δ = 1e−3 prefix and ``R_ref`` the refit
+    at the last snapshot inside |ℓ − ℓ_0| ≤ 1.2e−5 (U.7 prose).  Terminal (Table 5): ``status``
+    ("loss stop", "censored", "failure"), ``t_f``, ``l_f`` ("failed" for a failure, as Tables 3–4
+    print it; Table 5's value is ``"table5:l_f"``), and at D, the last snapshot: ``t_D``,
+    ``A_top_D``, ``A_min_D``, ``R_D`` ("omitted" after a failure, as Table 5).
+    """
+    from .runner import PAPER_STATUS, paper_prefix
+
+    _, _, ell, r = _swiglu_run(rec, arrs)
+    n, t, sn = arrs["n"], arrs["t"], arrs["snap_n"]
+    recs = rec["records"]
+    status = PAPER_STATUS[rec["status"]]
+
+    def amin(i):
+        return "--" if r == 1 else float(recs[i]["A_min"])
+
+    out = {"status": status, "l_0": float(ell[0]), "A_top_0": float(recs[0]["A_top"]),
+           "A_min_0": amin(0), "R_0": float(recs[0]["R"]),
+           "t_f": float(t[-1]), "table5:l_f": float(ell[-1]),
+           "l_f": "failed" if status == "failure" else float(ell[-1])}
+    for tag, delta in (("", 1e-3), ("table4:", 1e-4)):
+        pre = paper_prefix(ell, n, t, sn, delta)
+        iP = pre["P"]
+        out.update({tag + "t_P": pre["t_P"], tag + "l_P": pre["l_P"],
+                    tag + "A_top_P": float(recs[iP]["A_top"]), tag + "A_min_P": amin(iP),
+                    tag + "R_P": float(recs[iP]["R"])})
+        if not tag:
+            out["t_prefix"] = pre["t_end"]
+            out["n_P"] = pre["n_P"]
+    out["R_ref"] = float(recs[paper_prefix(ell, n, t, sn, REF_DELTA)["P"]]["R"])
+    D = len(sn) - 1
+    if status == "failure":
+        out.update({"t_D": "omitted", "A_top_D": "omitted", "A_min_D": "omitted",
+                    "R_D": "omitted"})
+    else:
+        out.update({"t_D": float(arrs["snap_t"][D]), "A_top_D": float(recs[D]["A_top"]),
+                    "A_min_D": amin(D), "R_D": float(recs[D]["R"])})
+    return out
+
+
+def _m_swiglu_gains(rec, arrs):
+    """Tables 6–7 (App. U.8): ΔA = A_top(P) − A_top(0) (``dA_top``, ``dA``) and
+    ΔR = R(0) − R(P) (``dR``), P the last snapshot inside the δ = 1e−3 prefix.  A gain whose
+    alignment is unresolved at 0 or P (the U.8 rule) is not reported (None): U.8 suppresses
+    an unresolved value instead of using it."""
+    m = _m_swiglu_paper(rec, arrs)
+    from .runner import paper_prefix
+
+    _, _, ell, _ = _swiglu_run(rec, arrs)
+    iP = paper_prefix(ell, arrs["n"], arrs["t"], arrs["snap_n"], 1e-3)["P"]
+    recs = rec["records"]
+    ok = bool(recs[0]["resolved"]) and bool(recs[iP]["resolved"])
+    dA = m["A_top_P"] - m["A_top_0"] if ok else None
+    return {"dA_top": dA, "dA": dA, "dR": m["R_0"] - m["R_P"]}
+
+
+def legacy_ridge_risk(Gm, b, vy: float, lam: float = LEGACY_RIDGE) -> float:
+    """The reference's legacy penalized diagnostic [V_y − bᵀ(G + λI)⁻¹b]/V_y (Kumar App. U.6;
+    "includes the ridge penalty and is not the prediction risk") on the centered feature Gram."""
+    Gs = 0.5 * (np.asarray(Gm) + np.asarray(Gm).T)
+    return float((vy - b @ np.linalg.solve(Gs + lam * np.eye(Gs.shape[0]), b)) / vy)
+
+
+def _m_figure24(rec, arrs, n_ck: int = 66):
+    """Figure 24's checkpoint (App. U.7): at update ``n_ck`` (66) of the width-256 run, the
+    attained eigencutoff refit risk (``risk``, :func:`popdyn.swiglu.refit_paper`), the legacy
+    ridge diagnostic (``risk_legacy``, :func:`legacy_ridge_risk`), ``t``, ``l`` and the loss
+    movement ``l_move`` = |ℓ_66 − ℓ_0|, recomputed from the stored state."""
+    from ..swiglu import refit_paper
+
+    S, T, ell, _ = _swiglu_run(rec, arrs)
+    sn = np.asarray(arrs["snap_n"])
+    i = int(np.searchsorted(sn, n_ck))
+    if i >= sn.size or sn[i] != n_ck:
+        raise ValueError(f"no snapshot at update {n_ck} (the run ends at {int(sn[-1])})")
+    p = params_from(S, arrs, i)
+    Mo = S.family.moments(p, T, tol=1e-10)
+    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
+    b = Mo.Yphi - Mo.phibar * T.mean
+    j = int(np.searchsorted(arrs["n"], n_ck))
+    return {"risk": refit_paper(S, p, T, moments_=Mo)["R"],
+            "risk_legacy": legacy_ridge_risk(Gm, b, float(T.variance)),
+            "t": float(arrs["snap_t"][i]), "l": float(ell[j]),
+            "l_move": float(abs(ell[j] - ell[0]))}
+
+
 _MEASURE = {"table1": _m_relu_endpoint, "figure1": _m_figure1, "table2": _m_relu_endpoint,
-            "plateau_alignment": _m_relu_endpoint}
+            "plateau_alignment": _m_relu_endpoint, "table3": _m_swiglu_paper,
+            "table6": _m_swiglu_gains, "figure24": _m_figure24}
 
 
 def _row_of(rec):
     return rec["label"]
 
 
+def _row_swiglu(rec):
+    """Tables 3–5 and 7 print one run per row as "<case> (<seed>)": the case is the setting
+    label, or the teacher label in a configuration without settings."""
+    case = rec["setting"] if rec["setting"] != "default" else rec["label"]
+    return f"{case} ({rec['seed']})"
+
+
+#: the row labels of a run (one or several) where they are not the teacher label
+_ROWS = {"table3": lambda rec: [_row_swiglu(rec)],
+         "table6": lambda rec: [rec["label"], _row_swiglu(rec)],      # Table 6, Table 7
+         "figure24": lambda rec: [f"{_row_swiglu(rec)}, checkpoint 66"]}
+
+
 def measure(name: str, store, keys) -> dict:
     """{row label: [per-run measurements]} of experiment ``name`` over the stored ``keys``."""
     st = store if isinstance(store, Store) else Store(store)
     rows = {}
+    rows_of = _ROWS.get(name, lambda rec: [_row_of(rec)])
     with blas_threads(1):       # the runs' own BLAS setting (same reduction order, no oversubscription)
         for k in dict.fromkeys(keys):
             if st.has(k):
                 rec = st.record(k)
-                rows.setdefault(_row_of(rec), []).append(_MEASURE[name](rec, st.arrays(k)))
+                m = _MEASURE[name](rec, st.arrays(k))
+                for row in rows_of(rec):
+                    rows.setdefault(row, []).append(m)
     return rows
 
 
@@ -214,7 +363,7 @@ def compare(name: str, rows: dict, pv: dict | None = None) -> list:
         for pc in sec["cells"]:
             stat = pc.get("statistic", sec["statistic"])
             runs = rows.get(pc["row"], [])
-            vals = [r.get(pc["column"]) for r in runs]
+            vals = [r.get(f"{section}:{pc['column']}", r.get(pc["column"])) for r in runs]
             vals = [v for v in vals if v is not None]
             ours = _cells.aggregate(vals, stat) if vals else None
             out.append(_cells.make_cell(section if section != "prose" else name, pc, ours, stat,
@@ -279,7 +428,12 @@ def _configs(name, seeds, teachers=None):
     for fn in EXPERIMENTS[name].configs:
         cfg = _config.load(data_path("configs", "paper", fn))
         known += _labels(cfg)
-        if teachers is not None and "teachers" in cfg:
+        slabels = [str(s.get("label")) for s in cfg.get("settings", [])]
+        known += slabels
+        if teachers is not None and set(slabels) & set(teachers):
+            # rows named by a setting label (the SwiGLU tables): keep those settings
+            cfg["settings"] = [s for s in cfg["settings"] if str(s.get("label")) in teachers]
+        elif teachers is not None and "teachers" in cfg:
             keep = [t for t in cfg["teachers"] if _config.teacher_label(t) in teachers]
             if not keep:
                 continue
@@ -354,7 +508,8 @@ def reproduce(name: str, *, seeds: int | None = None, teachers=None, store=None,
     pv = paper_values(name)
     if teachers is not None:
         pv = {s: {**sec, "cells": [c for c in sec["cells"]
-                                   if c["row"] in teachers or c["row"].split(" (")[0] in teachers]}
+                                   if c["row"] in teachers or c["row"].split(" (")[0] in teachers
+                                   or any(c["row"].startswith(t + " (") for t in teachers)]}
               for s, sec in pv.items()}
     cells = compare(name, rows, pv)
     full_n = sum(len(plan(c)) for c in _configs(name, None))

@@ -41,8 +41,19 @@ against gated teachers get rigorous brackets (``certify.gated``), skip students 
 frozen (``certify.skip``); what certify refuses is recorded as ``<name>_error`` with its message
 (absent, never a bracket).  The alignment depends on the teacher only through its subspace.
 
+The SwiGLU protocol of Kumar (arXiv 2609.39408) App. U.6 (``[train] method = "paper_euler"``,
+a biased SwiGLU student) runs :func:`popdyn.swiglu.train_paper` segment by segment in the same
+way (the adaptive step depends only on the current state, so segmentation changes no update;
+the clock is t₀ + local t as for every method).  Its snapshots are recorded by
+:func:`paper_recorder` (ℓ, A_top, A_min and the U.8 resolution flags, the equilibrated 1e−12
+eigencutoff refit with its 1e−8…1e−14 band), and its summary adds ``paper``: the loss-selected
+prefixes |ℓ_n − ℓ_0| ≤ δ for δ = 1e−3 and 1e−4 (:func:`paper_prefix`), the last diagnostic D
+and the paper's status ("loss stop", "censored", "failure").  ``certify`` does not cover the
+biased student (the configuration must set ``certify = false``).
+
 References
 ----------
+Kumar (arXiv 2609.39408) App. U.6–U.8 (the SwiGLU protocol, Tables 3–7).
 Seed paper 003: Tables 2–4 (plateau endpoint P, endpoint changes), Table 1 (brackets with
 unresolved spectra).
 """
@@ -55,7 +66,7 @@ import time
 import numpy as np
 
 from ..family import family_of
-from ..config import make_student, schedule_of, teacher_from_table
+from ..config import PAPER_EULER, make_student, paper_euler_kwargs, schedule_of, teacher_from_table
 from ..diagnostics import recorder
 from ..diagnostics.refit import KINDS
 from ..dynamics import Schedule
@@ -98,9 +109,68 @@ def build(spec: dict):
     else:
         schedule = Schedule(every=int(sc["every"]), early=tuple(int(e) for e in sc["early"]))
     dg = spec["diagnostics"]
-    rec = recorder(teacher.subspace, kinds=tuple(dg["kinds"]), budget=dg["budget"],
-                   geometry=bool(dg["geometry"]))
+    if spec["train"].get("method") == PAPER_EULER:
+        rec = paper_recorder(teacher.subspace)
+    else:
+        rec = recorder(teacher.subspace, kinds=tuple(dg["kinds"]), budget=dg["budget"],
+                       geometry=bool(dg["geometry"]))
     return student, teacher, p0, dict(spec["train"]), schedule, rec
+
+
+#: the paper's run statuses (Kumar App. U.7, Table 5) by :func:`popdyn.swiglu.train_paper` status
+PAPER_STATUS = {"converged": "loss stop", "horizon": "censored", "diverged": "failure"}
+#: the loss-prefix tolerances of the SwiGLU protocol (Kumar App. U.6: primary and stricter)
+PAPER_DELTAS = (1e-3, 1e-4)
+
+
+def paper_recorder(U):
+    """The diagnostics of the SwiGLU protocol at a snapshot (Kumar (arXiv 2609.39408) App. U.6,
+    U.8), for ``train_paper(..., recorder=...)``: ``n``, ``t``, ``loss`` (L½), ``l`` (=
+    ``normalized_loss``, ℓ = L/V_y with L = Var(y − f̃)), ``A_top``, ``A_min``, ``gap``,
+    ``gap_r``, ``min_ratio``, ``resolved``, ``resolved_r`` (:func:`popdyn.swiglu.alignment_paper`
+    of the full AGOP against the teacher basis ``U``), and the unrestricted refit of
+    :func:`popdyn.swiglu.refit_paper`: ``R`` (relative eigencutoff 1e−12 after diagonal
+    equilibration), ``R_band`` ([min, max] over the cutoffs 1e−8, 1e−10, 1e−12, 1e−14),
+    ``R_cutoffs`` (R at each of those four, in that order), ``refit_rank``,
+    ``gram_min_eig_ratio`` and ``gram_asymmetry``.  One moment evaluation per snapshot."""
+    from ..swiglu import REFIT_BAND, alignment_paper, refit_paper
+
+    U = np.asarray(U, dtype=np.float64)
+
+    def record(student, params, teacher, *, n, t, loss, **_):
+        fam = student.family
+        Mo = fam.moments(params, teacher, tol=1e-10)
+        al = alignment_paper(fam.agop(params, Mo), U)
+        rf = refit_paper(student, params, teacher, moments_=Mo, band=REFIT_BAND)
+        ell = 2.0 * float(loss) / float(teacher.variance)
+        return {"n": int(n), "t": float(t), "loss": float(loss), "normalized_loss": ell,
+                "l": ell, "A_top": al["A_top"], "A_min": al["A_min"], "gap": al["gap"],
+                "gap_r": al["gap_r"], "min_ratio": al["min_ratio"],
+                "resolved": al["resolved"], "resolved_r": al["resolved_r"],
+                "R": rf["R"], "R_band": [float(rf["band"][0]), float(rf["band"][1])],
+                "R_cutoffs": [float(rf["by_cutoff"][float(c)]) for c in REFIT_BAND],
+                "refit_rank": int(rf["rank"]), "gram_min_eig_ratio": rf["min_eig_ratio"],
+                "gram_asymmetry": rf["asymmetry"]}
+    return record
+
+
+def paper_prefix(ell, n, t, snap_n, delta: float) -> dict:
+    """The loss-selected plateau of Kumar (arXiv 2609.39408) App. U.6 on stored arrays: the
+    maximal initial prefix of recorded updates with |ℓ_n − ℓ_0| ≤ ``delta`` and P, the last
+    saved snapshot inside it ("the last saved diagnostic checkpoint inside it").  Returns
+    ``n_end``, ``t_end`` (the last update inside the prefix), ``P`` (snapshot index), ``n_P``,
+    ``t_P``, ``l_P``, ``l_0`` and ``censored`` (the prefix reaches the last update)."""
+    ell = np.asarray(ell, dtype=np.float64)
+    out = np.nonzero(~(np.abs(ell - ell[0]) <= delta))[0]
+    k = int(out[0] - 1) if out.size else ell.size - 1
+    n_end = int(n[k])
+    sn = np.asarray(snap_n)
+    iP = int(np.searchsorted(sn, n_end, side="right")) - 1
+    nP = int(sn[iP])
+    j = int(np.searchsorted(n, nP))
+    return {"delta": float(delta), "n_end": n_end, "t_end": float(t[k]), "P": iP, "n_P": nP,
+            "t_P": float(t[j]), "l_P": float(ell[j]), "l_0": float(ell[0]),
+            "censored": not out.size}
 
 
 def _defaults(train: dict) -> dict:
@@ -267,7 +337,14 @@ def _run_one(spec, store_root, _stop_after_segments):
                 "resumed": False, "wall": 0.0}
     wall0 = time.perf_counter()
     student, teacher, p0, train, schedule, rec = build(spec)
-    kw = _defaults(train)
+    paper = train.get("method") == PAPER_EULER
+    if paper:
+        # the SwiGLU protocol (Kumar App. U.6): popdyn.swiglu.train_paper
+        pkw = paper_euler_kwargs(train)
+        kw = {"method": PAPER_EULER, "max_updates": pkw["n_max"], "max_time": pkw["t_max"],
+              "explode": pkw["explode"], "h0": 0.0, "h_min": 0.0, "h_max": 0.0}
+    else:
+        kw = _defaults(train)
     every = schedule.every
     K = -(-int(spec["store"]["checkpoint_every"]) // every) * every
     VY = teacher.variance
@@ -321,17 +398,27 @@ def _run_one(spec, store_root, _stop_after_segments):
             # keep the run's divergence bound explode·max(L0, V_Y) across segments
             Lk = float(acc.loss[-1])
             skw["explode"] = float(kw["explode"]) * max(L0, VY) / max(Lk, VY)
-        tr = _train(student, p, teacher, schedule=local,
-                    recorder=_shift_recorder(rec, n0, t0, skip_initial=seg > 0), **skw)
+        srec = _shift_recorder(rec, n0, t0, skip_initial=seg > 0)
+        if paper:
+            from ..swiglu import train_paper
+
+            tr = train_paper(student, p, teacher,
+                             **{**pkw, "n_max": skw["max_updates"], "t_max": skw["max_time"],
+                                "explode": skw["explode"]},
+                             schedule=local, recorder=srec)
+        else:
+            tr = _train(student, p, teacher, schedule=local, recorder=srec, **skw)
         tr.records[:] = _roundtrip(tr.records)
         acc.add(tr, n0, t0, first=(seg == 0))
         if L0 is None:
             L0 = float(tr.loss[0])
-        forced += int(tr.info["forced_steps"])
+        forced += int(tr.info.get("forced_steps", 0))
         ngrad += int(tr.info["grad_evals"])
         seg += 1
         if armijo:
             h0, failure = float(tr.info["h"]), tr.info["failure"]
+        elif paper:
+            pass                        # the paper's step depends on the state only
         elif tr.n[-1] >= 1:
             h0 = float(tr.t[-1] - tr.t[-2])
         p = tr.final
@@ -383,6 +470,8 @@ def _index(sn, n):
 
 # ---------------------------------------------------------------------------- summary
 _CK_KEYS = ("n", "t", "normalized_loss", "a_top", "a_min", "a_mean", "resolved", "gap",
+            # the SwiGLU protocol's records (paper_recorder)
+            "A_top", "A_min", "resolved_r", "R", "R_band",
             # SwiGLU gate geometry (absent from ordinary students' records)
             "gate_weighted_angle", "gate_median_angle", "value_weighted_angle",
             "frac_gates_near_axis", "frac_axes_covered")
@@ -434,6 +523,11 @@ def summarize(spec, student, teacher, arrays, records, status) -> dict:
         "checkpoints": ck,
         "records": records,
     }
+    if spec["train"].get("method") == PAPER_EULER:
+        rec["paper"] = {
+            "status": PAPER_STATUS[status],
+            "prefixes": {f"{d:g}": paper_prefix(ell, n, t, sn, d) for d in PAPER_DELTAS},
+            "D": len(sn) - 1}
     if spec["diagnostics"].get("certify", True):
         rec["certified"] = {k: certify_state(student, teacher, arrays, i, spec)
                             for k, i in (("init", 0), ("plateau", iP))}

@@ -323,6 +323,58 @@ def test_paper_configs_are_the_declared_protocol():
         assert cfg["schedule"]["kind"] == sched
 
 
+def test_the_diagnostic_schedule_does_not_change_a_swiglu_paper_trajectory():
+    """The App. U.6 integrator (train_paper) on the shipped rank-one smoke: the snapshot
+    schedule and the recorder leave the trajectory unchanged, bit for bit."""
+    import popdyn
+    from popdyn.experiments.runner import build
+    from popdyn.experiments.sweep import plan
+
+    from popdyn.config import paper_euler_kwargs
+    from popdyn.swiglu import train_paper
+
+    spec = plan(_smoke_r1(0.99))[0][1]
+    S, T, p0, kw, schedule, rec = build(spec)
+    kw = paper_euler_kwargs(kw)          # the shipped config runs the App. U.6 protocol
+    dense = train_paper(S, p0, T, schedule=schedule, recorder=rec, **kw)
+    bare = train_paper(S, p0, T, schedule=popdyn.Schedule(every=10 ** 9, early=()), **kw)
+    assert dense.n[-1] == bare.n[-1] > 50 and dense.status == bare.status == "converged"
+    assert np.array_equal(dense.loss, bare.loss)
+    assert np.array_equal(dense.t, bare.t)
+    assert np.array_equal(dense.final.G, bare.final.G) and np.array_equal(dense.final.a, bare.final.a)
+
+
+def _smoke_r1(loss_target):
+    """The shipped rank-one SwiGLU smoke (Table 3, d = 4, m = 6) with another loss stop."""
+    import copy
+
+    from popdyn._paths import data_path
+
+    cfg = C.load(data_path("configs", "paper", "table3.toml"))
+    smoke = cfg.pop("settings")[0]
+    for k in ("student", "init", "train"):
+        cfg[k] = {**copy.deepcopy(cfg[k]), **smoke.get(k, {})}
+    cfg["train"]["loss_target"] = loss_target
+    return C.validate(cfg)
+
+
+def test_a_loss_stop_after_the_prefix_leaves_everything_at_P_unchanged(tmp_path):
+    """The Table 3 / Table 6 runs stop at l <= 0.99 for cost (data/configs/paper/table6.toml):
+    a run is causal, so every quantity at P (inside the delta = 1e-3 prefix) is bit for bit
+    that of a run stopped later; only the terminal quantities move."""
+    from popdyn.experiments import Store, sweep
+
+    out = {}
+    for tgt in (0.99, 0.995):
+        st = Store(tmp_path / str(tgt))
+        k = sweep(_smoke_r1(tgt), st, workers=1, progress=False)["keys"][0]
+        out[tgt] = R._m_swiglu_paper(st.record(k), st.arrays(k))
+    assert out[0.99]["l_P"] > 0.995 > out[0.99]["l_f"]      # both stops lie after the prefix
+    for q in ("t_P", "n_P", "l_P", "A_top_0", "A_top_P", "R_0", "R_P"):
+        assert out[0.99][q] == out[0.995][q], q
+    assert out[0.99]["t_f"] > out[0.995]["t_f"]
+
+
 # ---------------------------------------------------------------- teacher normalization readings
 def _gauss_moments_mp(g):
     """E[g(Z)], E[g(Z)²] for Z ~ N(0, 1) by mpmath quadrature at 30 digits (independent)."""

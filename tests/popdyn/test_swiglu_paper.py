@@ -220,5 +220,5 @@ def test_config_biased_student_and_paper_init(tmp_path):
     student = C.make_student(cfg["student"])
     assert student.biases and isinstance(student.family, sw.SwiGLUBiasFamily)
     assert run_one(cfg, tmp_path / "s")["status"] == "horizon"
-    with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry'\]"):
+    with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry', 'iid'\]"):
         C.expand(C.loads(text.replace("biases = true\n", "")))
