@@ -68,10 +68,16 @@ def test_phi2_encloses_reference(h, k, r):
 @example(6.0, 1.0)
 @example(1e-9, 40.0)
 @example(1.0, 1.1125369292536007e-308)          # past failure: the float tail bound underflowed
+@example(1.175494351e-38, 2.6125004508152457e-273)   # a tiny a: the reference must be rescaled
 def test_owen_t_definition(h, a):
+    """T(h, a) = (1/2π)∫_0^a e^{−h²(1+x²)/2}/(1+x²) dx, the reference integrated in x = a·u over
+    u ∈ [0, 1] (an integral over [0, a] with a ~ 1e−273 loses the scale in mpmath's nodes),
+    split at u = 1/|a| where the integrand's width is."""
     with mp.workdps(60):
-        ref = mp.quad(lambda x: mp.exp(-mp.mpf(h) ** 2 * (1 + x * x) / 2) / (1 + x * x),
-                      [0, mp.mpf(a)]) / (2 * mp.pi)
+        A_, H2 = mp.mpf(a), mp.mpf(h) ** 2
+        cut = [0, 1] if abs(A_) <= 1 else [0, 1 / abs(A_), 1]
+        ref = A_ * mp.quad(lambda u: mp.exp(-H2 * (1 + (A_ * u) ** 2) / 2) / (1 + (A_ * u) ** 2),
+                           cut) / (2 * mp.pi)
     with A.workprec(128):
         H, w = arb(h), arb(h) * arb(a)
         hs = 0 if h == 0 else (1 if h > 0 else -1)
