@@ -30,6 +30,14 @@ Reading used here (stated, not tuned)
 * Family: additive teachers with a ``damped_cubic:a`` link (the declared family) and a small
   initialization (scale ≤ ``max_scale``).  Runs outside the family are reported as controls.
 
+The paper's protocol: :func:`check_store_paper` decides the same two claims on runs of the
+paper's baseline (Kumar, arXiv 2609.39408, App. A; ``popdyn reproduce plateau_alignment``, the
+g_μ-family rows of Table 1): checkpoint E = the endpoint of the baseline plateau rule
+(``rec["plateau_event"]``, its exact stored state), ΔA_min from :func:`certify.alignment` and
+ΔR = R̲_0 − R̄_E − 1e−5 from :func:`certify.bounded_refit` (eq. (6)); the family there is
+Theorem 4.1's own (:func:`proofs_checks.theorem41.mu_from_link`).  :func:`check_store` keeps
+popdyn's own reading above (its declared family stays ``damped_cubic:a``).
+
 Theorem hypotheses: the result (:class:`PlateauVerdict`) carries, beside its unchanged verdict,
 the hypotheses report of Theorem 4.1 / E.1 (Kumar, arXiv 2609.39408; the App. C.1 prescription,
 :mod:`proofs_checks.theorem41`) for each run setting, and its verdict line says "outside the
