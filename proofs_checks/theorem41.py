@@ -63,9 +63,9 @@ from flint import arb
 
 from certify._arb import arb_bounds, check_prec, workprec
 
-__all__ = ["ORDER", "mu_atoms", "mu_from_link", "n_mu", "signal_max", "signal_constant",
-           "family_signal_bounds", "mu_with_exactness", "prescription", "hypotheses_report", "settings_from_run_spec",
-           "R_GAP"]
+__all__ = ["ORDER", "mu_atoms", "mu_from_link", "mu_with_exactness", "n_mu", "signal_max",
+           "signal_constant", "family_signal_bounds", "prescription", "hypotheses_report",
+           "settings_from_run_spec", "R_GAP"]
 
 #: the constants of App. C.1 in the paper's order: (key, symbol, equation)
 ORDER = (
