@@ -63,9 +63,9 @@ from flint import arb
 
 from certify._arb import arb_bounds, check_prec, workprec
 
-__all__ = ["ORDER", "mu_atoms", "mu_from_link", "n_mu", "signal_max", "signal_constant",
-           "family_signal_bounds", "prescription", "hypotheses_report", "settings_from_run_spec",
-           "R_GAP"]
+__all__ = ["ORDER", "mu_atoms", "mu_from_link", "mu_with_exactness", "n_mu", "signal_max",
+           "signal_constant", "family_signal_bounds", "prescription", "hypotheses_report",
+           "settings_from_run_spec", "R_GAP"]
 
 #: the constants of App. C.1 in the paper's order: (key, symbol, equation)
 ORDER = (
@@ -226,51 +226,161 @@ def mu_atoms(mu):
     return tuple(atoms)
 
 
-_G_LINK = re.compile(r"^g:(.+)$")
+_ROUND_BITS = 400
+
+
+def _split_top(body):
+    """Split ``body`` at the commas outside parentheses."""
+    out, depth, cur = [], 0, []
+    for ch in body:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [p.strip() for p in out]
+
+
+def _atom_v(text):
+    """The exact location v of ``g:<v>`` (``"1/3"`` or a decimal), or None."""
+    try:
+        v = _exact(text.strip(), "v")
+    except (TypeError, ValueError):
+        return None
+    return v if _V_MIN <= v <= 1 else None
+
+
+def _measure_items(body):
+    """Atoms (w, v) of ``w1*g:v1, w2*g:v2, ...`` normalized to total mass 1, or None."""
+    raw = []
+    for p in _split_top(body):
+        if "*" not in p:
+            return None
+        w, nm = p.split("*", 1)
+        nm = nm.strip()
+        if not nm.startswith("g:"):
+            return None
+        v = _atom_v(nm[2:])
+        try:
+            w = _exact(w.strip(), "weight")
+        except (TypeError, ValueError):
+            return None
+        if v is None or not w > 0:
+            return None
+        raw.append((w, v))
+    tot = sum(w for w, _ in raw)
+    return tuple((w / tot, v) for w, v in raw) if raw and tot > 0 else None
+
+
+def _component(name):
+    """(c, atoms) with ``name`` = c·g_μ, μ = atoms (a probability measure on [1/3, 1]), c an
+    exact Fraction or an Arb ball at :data:`_ROUND_BITS` bits (call inside :func:`workprec`);
+    None outside the family.  h3 = g₁/√6; g:v = g_v; q:v = g_v/N_v; g_mu(μ) = g_μ;
+    q_mu(μ) = g_μ/N_μ (eq. (7), App. D)."""
+    s = name.strip()
+    if s == "h3":
+        return 1 / arb(6).sqrt(), ((Fraction(1), Fraction(1)),)
+    if s.startswith(("g:", "q:")):
+        v = _atom_v(s[2:])
+        if v is None:
+            return None
+        atoms = ((Fraction(1), v),)
+    elif s.startswith(("g_mu(", "q_mu(")) and s.endswith(")"):
+        atoms = _measure_items(s[len("g_mu("):-1])
+        if atoms is None:
+            return None
+    else:
+        return None
+    if s.startswith("q"):
+        return 1 / n_mu(atoms, prec=_ROUND_BITS), atoms
+    return Fraction(1), atoms
+
+
+def _round_fraction(x) -> Fraction:
+    """The exact midpoint of an Arb ball as a Fraction."""
+    man, exp = x.mid().man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def mu_with_exactness(link):
+    """(μ, exact) of a paper-family link name (see :func:`mu_from_link`), or (None, True).
+
+    ``exact`` is False when a ``mixture(...)`` combines components with different irrational
+    normalizations (h3 = g₁/√6, q:v = g_v/N_v, q_mu = g_μ/N_μ): the weights of μ are then the
+    midpoints of :data:`_ROUND_BITS`-bit Arb balls (relative error below 2^{-390}), so the
+    constants of the report are those of a measure within that distance of the link's."""
+    if not isinstance(link, str):
+        return None, True
+    s = link.strip()
+    if s.startswith("mixture(") and s.endswith(")"):
+        with workprec(_ROUND_BITS):
+            comps = []
+            for p in _split_top(s[len("mixture("):-1]):
+                if "*" not in p:
+                    return None, True
+                w, nm = p.split("*", 1)
+                try:
+                    w = _exact(w.strip(), "weight")
+                except (TypeError, ValueError):
+                    return None, True
+                c = _component(nm)
+                if c is None or not w > 0:
+                    return None, True
+                comps.append((w, c[0], c[1]))
+            if not comps:
+                return None, True
+            if all(isinstance(c, Fraction) for _, c, _ in comps):
+                ws = {}
+                for w, c, atoms in comps:
+                    for a, v in atoms:
+                        ws[v] = ws.get(v, Fraction(0)) + w * c * a
+                exact = True
+            else:
+                acc = {}
+                for w, c, atoms in comps:
+                    cc = _arb_of(c) if isinstance(c, Fraction) else c
+                    for a, v in atoms:
+                        acc[v] = acc.get(v, arb(0)) + _arb_of(w * a) * cc
+                ws = {v: _round_fraction(x) for v, x in acc.items()}
+                exact = len(ws) == 1
+        tot = sum(ws.values())
+        try:
+            return mu_atoms([(x / tot, v) for v, x in sorted(ws.items(), key=lambda t: t[0])]), exact
+        except (TypeError, ValueError):
+            return None, True
+    with workprec(_ROUND_BITS):
+        c = _component(s)
+    if c is None:
+        return None, True
+    try:
+        return mu_atoms(c[1]), True
+    except (TypeError, ValueError):
+        return None, True
 
 
 def mu_from_link(link):
     """The measure μ of a paper-family link name, or None outside the family.
 
-    ``"h3"`` is g₁/√6, so μ = δ₁; ``"g:<v>"`` is the paper's g_v of eq. (7), μ = δ_v;
-    ``"mixture(w1*g:v1, w2*g:v2, ...)"`` is Σ w_l g_{v_l}, μ = Σ w_l δ_{v_l}/Σ w_l (K_* and the
-    normalized teacher q_μ = g_μ/N_μ do not depend on the total mass).  Any other link (e.g.
-    ``damped_cubic:a`` = z³e^{−az²/2}, which has a linear Hermite component) is outside the
-    family of Theorem 4.1 and gives None.
+    Every name of the family that popdyn produces (:func:`popdyn.links.get_link`, ``.name``):
+    ``"h3"`` is g₁/√6, so μ = δ₁; ``"g:<v>"`` and ``"q:<v>"`` (v exact: ``"1/3"`` or a decimal
+    such as ``"0.5"``; the normalization q = g/N does not change μ) are the paper's g_v and q_v
+    of eq. (7), μ = δ_v; ``"g_mu(w1*g:v1, ...)"`` and ``"q_mu(...)"`` are g_μ and q_μ with
+    μ = Σ w_l δ_{v_l}/Σ w_l; ``"mixture(w1*name1, ...)"`` with positive weights and components
+    among these is Σ_k w_k c_k g_{μ_k} (c_k = 1/√6 for h3, 1/N for q-components, 1 otherwise),
+    μ ∝ Σ_k w_k c_k μ_k (exact rationals unless the c_k are irrational; see
+    :func:`mu_with_exactness`).  K_* and the normalized teacher q_μ = g_μ/N_μ do not depend on
+    the total mass.  Any other link (e.g. ``damped_cubic:a`` = z³e^{−az²/2}, which has a linear
+    Hermite component; ``h2``; a signed mixture; ``g_mu(uniform)``, whose μ is not finitely
+    supported) gives None.
+
+    Kumar (arXiv 2609.39408), §3 eq. (7), App. D (N_μ).
     """
-    if not isinstance(link, str):
-        return None
-    s = link.strip()
-    if s == "h3":
-        return ((Fraction(1), Fraction(1)),)
-    mg = _G_LINK.match(s)
-    if mg:
-        try:
-            return mu_atoms([(1, _exact(mg.group(1), "v"))])
-        except (TypeError, ValueError):
-            return None
-    if s.startswith("mixture(") and s.endswith(")"):
-        parts = [p.strip() for p in s[len("mixture("):-1].split(",")]
-        raw = []
-        for p in parts:
-            if "*" not in p:
-                return None
-            w, name = p.split("*", 1)
-            mg = _G_LINK.match(name.strip())
-            if not mg:
-                return None
-            try:
-                raw.append((_exact(w, "weight"), _exact(mg.group(1), "v")))
-            except (TypeError, ValueError):
-                return None
-        tot = sum(w for w, _ in raw)
-        if not raw or not tot > 0:
-            return None
-        try:
-            return mu_atoms([(w / tot, v) for w, v in raw])
-        except (TypeError, ValueError):
-            return None
-    return None
+    return mu_with_exactness(link)[0]
 
 
 def _kernel(t):
@@ -757,7 +867,7 @@ def hypotheses_report(settings):
                    "detail": "μ = " + ", ".join(f"{float(w):.6g}·δ_{float(v):.6g}" for w, v in mu)}
     else:
         link = settings.get("link")
-        mu = mu_from_link(link) if link is not None else None
+        mu, exact = mu_with_exactness(link) if link is not None else (None, True)
         if mu is None:
             teacher = {"name": "teacher", "statement": "link in the g_μ family of eq. (7)",
                        "status": "not met" if link is not None else "not given",
@@ -768,7 +878,9 @@ def hypotheses_report(settings):
         else:
             teacher = {"name": "teacher", "statement": "link in the g_μ family of eq. (7)",
                        "status": "met", "detail": f"link {link!r}: μ = " + ", ".join(
-                           f"{float(w):.6g}·δ_{float(v):.6g}" for w, v in mu)}
+                           f"{float(w):.6g}·δ_{float(v):.6g}" for w, v in mu)
+                       + ("" if exact else " (weights rounded at 2^-400: irrational "
+                          "normalizations √6 / N_v; the constants are those of this μ)")}
     m = settings.get("m")
     d = settings.get("d")
     m = None if m is None else _pos_int(m, "m")
@@ -920,50 +1032,72 @@ def settings_from_run_spec(spec, *, tolerances=None):
 
     Reading (stated, not tuned): r = the teacher's rank; α = 0 for relu, the negative slope for
     leaky_relu (σ_α(t) = αt + (1 − α)t₊ = max(t, αt)); μ from the link (:func:`mu_from_link`);
-    m, d from the student; s = the scale of the first-layer entries times √d (popdyn's "norm"
-    convention draws W_jk ~ N(0, scale²/d), so s = scale; "entry" draws N(0, scale²), so
-    s = scale·√d); h = the fixed GD step ``lr`` (popdyn's Δt on L = ½E[(f − y)²]; with
-    mean-field scaling f = (1/m)Σ_j a_jσ(·) this is the paper's force step, η = mh/2 on the
-    full MSE), or for the adaptive ``flow`` integrator its smallest step ``h_min`` (every
-    accepted step is at least h_min); updates = ``max_updates``.  Structural hypotheses of the
-    theorem that the spec decides are reported beside them: fixed-step GD (method "gd"; popdyn's
-    GD is θ ← θ − Δt·κ∇L with κ = m under mean-field scaling, i.e. η = m·lr/2 on the full MSE),
-    the paper's student (mean-field 1/m output scaling, trained biases, no output intercept),
-    the initialization law (heads, weights and biases all N(0, s²/d): popdyn draws heads and
-    biases N(0, scale²)), a relu/leaky_relu activation and an additive teacher with unit
-    coefficients.
+    m, d from the student (``preset = "paper_relu"`` is Kumar's student, eq. (2): mean-field 1/m
+    output scaling, trained biases, no intercept, relu); s from the initialization: the
+    ``"iid"`` convention draws every entry of A, W and B IID N(0, scale²/d) -- the paper's law
+    (§3), so s = scale; ``"norm"`` draws W_jk ~ N(0, scale²/d) (s = scale) but heads and
+    biases N(0, scale²); ``"entry"`` draws N(0, scale²) (s = scale·√d).  h: the fixed GD step
+    ``lr`` (popdyn's Δt on L = ½E[(f − y)²]; with mean-field scaling this is the paper's force
+    step, η = mh/2 on the full MSE); for persistent Armijo (``"armijo"``, App. A eq. (19)) its
+    initial step ``h0`` (default 0.05), the largest step it can take (the accepted step never
+    increases); for the adaptive ``flow`` integrator its smallest step ``h_min`` (every accepted
+    step is ≥ h_min).  updates = ``max_updates``.
+
+    Structural hypotheses the spec decides are reported beside them: a fixed step (method
+    "gd"; Theorem 4.1 assumes simultaneous fixed-step GD, eq. (3) -- persistent Armijo's step is
+    non-increasing and equals h0 at every update only if no trial is ever rejected, which the
+    spec cannot tell, so "armijo" is *undecided*; "flow" is not met), the paper's student, the
+    initialization law (met only for ``"iid"``, or ``"norm"`` at d = 1), a relu/leaky_relu
+    activation and an additive teacher with unit coefficients.
     """
-    t, st, ini, tr = spec["teacher"], spec["student"], spec["init"], spec["train"]
+    from popdyn.models import PRESETS
+
+    t, st, ini, tr = spec["teacher"], dict(spec["student"]), spec["init"], spec["train"]
+    preset = st.get("preset")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"`spec` student preset must be one of {sorted(PRESETS)}, "
+                             f"got {preset!r}")
+        st = {**st, **PRESETS[preset]}
     act = st.get("activation", "relu")
     alpha = 0.0 if act == "relu" else float(st.get("negative_slope", 0.01))
     d, m = int(st["d"]), int(st["m"])
     scale = float(ini["scale"])
     conv = ini.get("convention", "norm")
-    s = scale if conv == "norm" else scale * math.sqrt(d)
+    s = scale * math.sqrt(d) if conv == "entry" else scale
     method = tr.get("method", "flow")
-    # gd: the fixed step; flow: every accepted adaptive step is ≥ h_min (popdyn default 1e−6),
-    # so h_min > the bound means every step exceeds it
-    h = float(tr.get("lr", 0.05)) if method == "gd" else float(tr.get("h_min", 1e-6))
+    h = {"gd": lambda: float(tr.get("lr", 0.05)), "armijo": lambda: float(tr.get("h0", 0.05))}.get(
+        method, lambda: float(tr.get("h_min", 1e-6)))()
     structural = []
 
     def add(name, ok, detail, statement=""):
-        structural.append({"name": name, "status": "met" if ok else "not met", "detail": detail,
+        status = ok if isinstance(ok, str) else ("met" if ok else "not met")
+        structural.append({"name": name, "status": status, "detail": detail,
                            "statement": statement})
 
     add("activation", act in ("relu", "leaky_relu"), f"activation {act!r}",
         "σ_α(t) = αt + (1 − α)t₊, 0 ≤ α < 1 (§3)")
-    add("fixed step", method == "gd",
-        "fixed-step GD" if method == "gd" else f"method {method!r}: an adaptive integrator, not "
-        "one fixed step h (its smallest step h_min is compared with the h bound)",
-        "simultaneous fixed-step population GD, eq. (3)")
+    fixed = {"gd": (True, "fixed-step GD"),
+             "armijo": ("undecided", "persistent Armijo (App. A eq. (19)): the step starts at "
+                        "h0 and is non-increasing, while the theorem assumes one fixed step h; "
+                        "it is fixed-step GD at h0 only if no trial is rejected (h = h0 is "
+                        "compared with the h bound)")}.get(
+        method, (False, f"method {method!r}: an adaptive integrator, not one fixed step h (its "
+                 "smallest step h_min is compared with the h bound)"))
+    add("fixed step", fixed[0], fixed[1], "simultaneous fixed-step population GD, eq. (3)")
     add("student", st.get("scaling", "standard") == "mean_field" and st.get("bias", True)
         and not (st.get("intercept", True) and ini.get("fit_intercept", True)),
-        f"scaling {st.get('scaling', 'standard')!r}, bias {st.get('bias', True)}, intercept "
+        (f"preset {preset!r}: " if preset else "")
+        + f"scaling {st.get('scaling', 'standard')!r}, bias {st.get('bias', True)}, intercept "
         f"{st.get('intercept', True)} (fit_intercept {ini.get('fit_intercept', True)})",
         "f = (1/m)Σ_j A_jσ_α(W_jᵀx + B_j), trained biases, no intercept, eq. (2)")
-    add("initialization", d == 1 and conv == "norm",
-        "heads and biases N(0, scale²) vs weights N(0, scale²/d)" if d != 1 or conv != "norm"
-        else "all entries N(0, s²)", "every entry of A, W, B IID N(0, s²/d) (§3)")
+    init_ok = conv == "iid" or (d == 1 and conv == "norm")
+    add("initialization", init_ok,
+        f"convention {conv!r}: every entry of A, W, B IID N(0, scale²/d)" if conv == "iid"
+        else "all entries N(0, s²)" if init_ok
+        else f"convention {conv!r}: heads and biases N(0, scale²) vs weights N(0, scale²/d)"
+        if conv == "norm" else f"convention {conv!r}: every entry N(0, scale²)",
+        "every entry of A, W, B IID N(0, s²/d) (§3)")
     kind = t.get("kind", "additive")
     add("additive teacher", kind == "additive" and t.get("kappa") is None
         and not t.get("normalize", False) in (True,),

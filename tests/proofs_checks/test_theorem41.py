@@ -267,8 +267,72 @@ def test_mu_from_link():
     mix = T.mu_from_link("mixture(0.2*g:0.4, 0.3*g:0.7, 0.5*g:1.0)")
     assert [float(v) for _, v in mix] == [0.4, 0.7, 1.0]
     assert abs(float(sum(w for w, _ in mix)) - 1) < 1e-15
-    for bad in ("damped_cubic:0.5", "h2", "g:0.2", "mixture(0.5*h3, 0.5*g:0.5)", None):
+    for bad in ("damped_cubic:0.5", "h2", "g:0.2", "mixture(0.5*h3, 0.5*h5)", None,
+                "mixture(1.0*g:1/3, -1.0*g:1)", "g_mu(uniform)", "q:0.2", "mixture(1.0*sin)"):
         assert T.mu_from_link(bad) is None
+    # h3 = g_1/√6 inside a mixture: weights (w/√6, w') normalized, against mpmath
+    mu, exact = T.mu_with_exactness("mixture(0.5*h3, 0.5*g:0.5)")
+    assert [v for _, v in mu] == [Fraction(1, 2), Fraction(1)] and not exact
+    with mp.workdps(130):
+        w1 = mp.mpf(1) / mp.sqrt(6)
+        assert abs(mp.mpf(mu[1][0].numerator) / mu[1][0].denominator - w1 / (1 + w1)) < 1e-110
+        # q:v = g_v/N_v with N_v² = 3{2 + 3(1 − v)²}/[v(2 − v)]^{7/2} (App. D)
+        mu, _ = T.mu_with_exactness("mixture(1.0*q:1/2, 1.0*g:1)")
+        Nh = mp.sqrt(3 * (2 + 3 * mp.mpf(1) / 4) / (mp.mpf(3) / 4) ** mp.mpf(3.5))
+        assert abs(mp.mpf(mu[0][0].numerator) / mu[0][0].denominator
+                   - (1 / Nh) / (1 + 1 / Nh)) < 1e-110
+
+
+#: the six positive-mixture rows of Table 1 (label, link as in data/configs/paper/table1.toml)
+TABLE1_FAMILY = [("g_{1/2}", "g:1/2"), ("g_{1/3}", "g:1/3"), ("g_{2/3}", "g:2/3"), ("h_3", "h3"),
+                 ("g_1 + g_{1/3}", "g_mu(1/2*g:1/3, 1/2*g:1)"),
+                 ("Three-scale mixture", "g_mu(1/5*g:2/5, 3/10*g:7/10, 1/2*g:1)")]
+
+
+@pytest.mark.parametrize("label, spec", TABLE1_FAMILY + [
+    ("q", "q:2/3"), ("q_mu", "q_mu(1/5*g:2/5, 3/10*g:7/10, 1/2*g:1)"), ("dec", "g:0.5"),
+    ("mix", "mixture(1.0*g:1/3, 2.0*g:1)"), ("mix h3", "mixture(0.5*h3, 0.5*g:2/3)")])
+def test_mu_from_link_popdyn_names_against_hermite_series(label, spec):
+    """Every name popdyn produces for the family (get_link(...).name) gives μ whose moments
+    ∫(1 − v)^j dμ / ∫dμ match popdyn's own Hermite coefficients of the link through the series
+    ⟨g_μ, h_{2j+3}⟩ = (−1)^j √((2j+3)!)/(2^j j!) ∫(1 − v)^j dμ (App. D)."""
+    from popdyn.links import get_link
+    link = get_link(spec)
+    mu = T.mu_from_link(link.name)
+    assert mu is not None and abs(float(sum(w for w, _ in mu)) - 1) < 1e-15
+    c = [float(x) for x in link.coeffs[:8]] + [0.0] * 8
+    for j in (1, 2):
+        want = sum(float(w) * float(1 - v) ** j for w, v in mu)
+        got = ((-1) ** j * c[2 * j + 3] / c[3] * math.sqrt(6) * 2 ** j * math.factorial(j)
+               / math.sqrt(math.factorial(2 * j + 3)))
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-14)
+
+
+def test_settings_from_paper_spec():
+    """The Table 1 protocol (preset paper_relu, iid init, persistent Armijo from h0 = 0.05):
+    student and initialization met, the fixed step undecided, h = h0, s = scale."""
+    spec = {"teacher": {"label": "g_{1/2}", "kind": "additive", "link": "g:1/2", "rank": 2,
+                        "normalize": "second_moment"},
+            "student": {"preset": "paper_relu", "d": 16, "m": 32},
+            "init": {"convention": "iid", "scale": 1e-4, "fit_intercept": False, "seed": 1},
+            "train": {"method": "armijo", "h0": 0.05, "max_halvings": 40, "max_updates": 20000}}
+    s = T.settings_from_run_spec(spec)
+    assert (s["m"], s["d"], s["s"], s["h"], s["r"], s["alpha"], s["updates"]) == \
+        (32, 16, 1e-4, 0.05, 2, 0.0, 20000)
+    st_ = {x["name"]: x["status"] for x in s["structural"]}
+    assert st_ == {"activation": "met", "fixed step": "undecided", "student": "met",
+                   "initialization": "met", "additive teacher": "met"}
+    assert "non-increasing" in next(x for x in s["structural"]
+                                    if x["name"] == "fixed step")["detail"]
+    rep = T.hypotheses_report(s)
+    assert rep["status"] == "outside" and rep["hypotheses"][0]["status"] == "met"
+    spec["init"]["convention"] = "norm"
+    spec["train"] = {"method": "gd", "lr": 0.1, "max_updates": 10}
+    s = T.settings_from_run_spec(spec)
+    st_ = {x["name"]: x["status"] for x in s["structural"]}
+    assert s["h"] == 0.1 and st_["initialization"] == "not met" and st_["fixed step"] == "met"
+    with pytest.raises(ValueError, match="preset must be one of"):
+        T.settings_from_run_spec({**spec, "student": {"preset": "nope", "d": 2, "m": 2}})
 
 
 @pytest.mark.parametrize("kw, match", [
