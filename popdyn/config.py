@@ -88,7 +88,9 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate as V
+from . import family as _family
 from .diagnostics.refit import KINDS
+from .family import family_of
 from .dynamics import train as _train
 from .models import INIT_CONVENTIONS
 from .swiglu import SwiGLUStudent
@@ -582,7 +584,9 @@ def _check_paper_euler(student, teacher, train, where):
     if extra:
         raise ConfigError(f"[train] method = 'paper_euler' takes only {list(PAPER_EULER_KEYS)} "
                           f"(in {where}); {extra} belong to the other methods: remove them")
-    if not (isinstance(student, SwiGLUStudent) and student.biases and student.intercept):
+    fam = family_of(student)
+    if not (isinstance(fam, _family.get("swiglu")) and getattr(student, "biases", False)
+            and student.intercept):
         raise ConfigError(f"[train] method = 'paper_euler' is the protocol of the biased SwiGLU "
                           f"student (Kumar App. U.6): set [student] activation = 'swiglu', "
                           f"biases = true, intercept = true (in {where})")

@@ -69,6 +69,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .. import _validate as V
+from .. import family as _family
 from ..family import RefitProblem, family_of
 from .geometry import snap_to_axes, teacher_frame
 
@@ -563,7 +564,7 @@ def check_bounded_student(student) -> None:
     """The bounded refit is defined for the paper's σ_α students: the ridge family with a relu or
     leaky_relu activation (one clear error otherwise)."""
     fam = family_of(student)
-    if fam.name != "ridge" or student.act.name not in ("relu", "leaky_relu"):
+    if type(fam) is not _family.get("ridge") or student.act.name not in ("relu", "leaky_relu"):
         raise ValueError("the bounded refit of eq. (6) needs a relu or leaky_relu student of the "
                          f"ridge family (no skip), got {fam.label} students with activation "
                          f"{getattr(student, 'activation', None)!r}")
