@@ -60,9 +60,24 @@ class SerialExecutor(cf.Executor):
         fut = cf.Future()
         try:
             fut.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001  (delivered through the future)
+        except Exception as exc:  # noqa: BLE001  (delivered through the future)
+            if _interrupted(exc):
+                raise KeyboardInterrupt from exc
             fut.set_exception(exc)
+        # KeyboardInterrupt / SystemExit propagate: Ctrl-C stops a serial sweep at once
         return fut
+
+
+def _interrupted(exc) -> bool:
+    """Whether ``exc`` comes from a Ctrl-C: a KeyboardInterrupt raised while a compiled kernel
+    ran reaches Python as the kernel call's SystemError, with the interrupt in its context."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 _PROTOCOLS = ("tcp", "tls", "ucx", "ws", "wss", "inproc")

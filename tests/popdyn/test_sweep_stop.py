@@ -180,3 +180,23 @@ def test_atomic_write_temporaries_carry_host_and_pid(tmp_path, monkeypatch):
     (name,) = seen
     m = store_mod._TMP.match(name)
     assert m and m["host"] == store_mod._HOST and int(m["pid"]) == os.getpid()
+
+
+def test_ctrl_c_stops_a_serial_sweep_at_once(tmp_path):
+    """workers = 1 runs in the calling process: a Ctrl-C inside a run stops the sweep there
+    (it is not taken for that run's failure while the next runs go on)."""
+    import threading
+
+    st = Store(tmp_path / "s")
+
+    def interrupt():
+        deadline = time.time() + 300
+        while time.time() < deadline and not any(Path(st.root).rglob("checkpoint*")):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    t0 = time.time()
+    with pytest.raises(KeyboardInterrupt):
+        sweep(C.loads(CFG.format(updates=20000)), st, workers=1, progress=False)
+    assert len(st.keys()) == 0 and time.time() - t0 < 120
