@@ -110,7 +110,6 @@ EXPERIMENTS = {
                            "checkpoint 66 of the width-256 SwiGLU run (App. U.7, Figure 24): "
                            "refit risk, legacy ridge diagnostic, t and loss"),
 }
-_STATS = {"mean": np.mean, "median": np.median}
 
 
 def paper_values(name: str) -> dict:

@@ -78,9 +78,12 @@ def _start(tmp_path, updates=20000):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [src] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     store = tmp_path / "s"
+    # as a shell starts a foreground job: SIGINT with its default action (a pytest-xdist worker
+    # ignores SIGINT, and an ignored signal would be inherited by the child)
     proc = subprocess.Popen([sys.executable, str(tmp_path / "k.py"), str(tmp_path / "c.toml"),
                              str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # wait until both workers are inside a run (a first checkpoint exists) and are children
     deadline = time.time() + 300
     workers = []
@@ -195,8 +198,13 @@ def test_ctrl_c_stops_a_serial_sweep_at_once(tmp_path):
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    t0 = time.time()
-    with pytest.raises(KeyboardInterrupt):
-        sweep(C.loads(CFG.format(updates=20000)), st, workers=1, progress=False)
+    # Ctrl-C's default handler in this process (a pytest-xdist worker ignores SIGINT)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        t0 = time.time()
+        with pytest.raises(KeyboardInterrupt):
+            sweep(C.loads(CFG.format(updates=20000)), st, workers=1, progress=False)
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert len(st.keys()) == 0 and time.time() - t0 < 120
