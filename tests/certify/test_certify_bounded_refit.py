@@ -27,31 +27,9 @@ import _ref as R
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from _bounded_kkt import kkt_minimum  # noqa: E402  (independent of popdyn and certify)
+from _bounded_cases import build as _build, exact_feasible as _exact_feasible  # noqa: E402
 
 REFS = Path(__file__).resolve().parents[2] / "data" / "refs" / "bounded_refit_refs.json"
-
-
-def _hx(L):
-    return np.array([float.fromhex(x) for x in L])
-
-
-def _build(case):
-    m, d = case["m"], case["d"]
-    t = case["teacher"]
-    if t["kind"] == "additive":
-        T = popdyn.Teacher.additive(t["link"], _hx(t["U"]).reshape(2, d), _hx(t["kappa"]))
-    else:
-        T = popdyn.Teacher.network(t["activation"], _hx(t["V"]), _hx(t["U"]).reshape(2, d),
-                                   _hx(t["bias"]))
-    S = popdyn.Student(d=d, m=m, activation=case["activation"],
-                       negative_slope=float.fromhex(case["negative_slope"]))
-    p = popdyn.Params(np.ones(m), _hx(case["W"]).reshape(m, d), _hx(case["b"]))
-    return S, p, T, float.fromhex(case["l2_cap"]), float.fromhex(case["l1_cap"])
-
-
-def _exact_feasible(v, a, b):
-    q = [Fraction(float(x)) for x in v]
-    return sum(x * x for x in q) <= Fraction(a) ** 2 and sum(abs(x) for x in q) <= Fraction(b)
 
 
 @pytest.mark.parametrize("case", json.loads(REFS.read_text())["population"],

@@ -8,7 +8,8 @@ R at random feasible points, exact feasibility, the support-function bound).
 """
 import json
 import math
-from fractions import Fraction
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,35 +23,14 @@ from popdyn.diagnostics import (BoundedProblem, bounded_problem, bounded_refit, 
                                 refit_gain, solve_bounded)
 from popdyn.diagnostics.refit import support_split
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bounded_cases import build, exact_feasible as _exact_feasible, hx as _hx  # noqa: E402
+
 REFS = Path(__file__).resolve().parents[2] / "data" / "refs" / "bounded_refit_refs.json"
 
 
 def _refs():
     return json.loads(REFS.read_text())
-
-
-def _hx(L):
-    return np.array([float.fromhex(x) for x in L])
-
-
-def _exact_feasible(v, a, b):
-    q = [Fraction(float(x)) for x in v]
-    return (sum(x * x for x in q) <= Fraction(a) ** 2 and sum(abs(x) for x in q) <= Fraction(b))
-
-
-def build(case):
-    """(student, params, teacher, l2_cap, l1_cap) of a population reference case."""
-    m, d = case["m"], case["d"]
-    t = case["teacher"]
-    if t["kind"] == "additive":
-        T = popdyn.Teacher.additive(t["link"], _hx(t["U"]).reshape(2, d), _hx(t["kappa"]))
-    else:
-        T = popdyn.Teacher.network(t["activation"], _hx(t["V"]), _hx(t["U"]).reshape(2, d),
-                                   _hx(t["bias"]))
-    S = popdyn.Student(d=d, m=m, activation=case["activation"],
-                       negative_slope=float.fromhex(case["negative_slope"]))
-    p = popdyn.Params(np.ones(m), _hx(case["W"]).reshape(m, d), _hx(case["b"]))
-    return S, p, T, float.fromhex(case["l2_cap"]), float.fromhex(case["l1_cap"])
 
 
 # ---------------------------------------------------------------------------- references
