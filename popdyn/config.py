@@ -397,27 +397,27 @@ def train_kwargs(cfg: dict) -> dict:
     return kw
 
 
+def _named_choice(key: str, value, choices: list, where: str):
+    """``value`` if it is one of ``choices``, else one ConfigError line naming ``key``, the
+    choices and the closest one."""
+    if value not in choices:
+        close = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{key} must be one of {choices} in {where}, got {value!r}.{hint}")
+    return value
+
+
 def schedule_of(sc: dict, where: str = "the config") -> Schedule:
     """The :class:`popdyn.Schedule` of a ``[schedule]`` table: ``every``/``early``, or a named
     ``kind`` (:meth:`popdyn.Schedule.named`), with an optional named plateau ``rule``
     (:data:`popdyn.plateau.NAMED_RULES`) whose endpoint and successor are snapshotted."""
     if "kind" in sc:
-        kind = sc["kind"]
-        if kind not in SCHEDULE_KINDS:
-            close = difflib.get_close_matches(str(kind), SCHEDULE_KINDS, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"[schedule] kind must be one of {list(SCHEDULE_KINDS)} in {where}, "
-                              f"got {kind!r}.{hint}")
+        kind = _named_choice("[schedule] kind", sc["kind"], list(SCHEDULE_KINDS), where)
         base = Schedule.named(kind)
     else:
         base = Schedule(every=sc.get("every", 100), early=tuple(sc.get("early", ())))
     if "plateau" in sc:
-        name = sc["plateau"]
-        if name not in NAMED_RULES:
-            close = difflib.get_close_matches(str(name), NAMED_RULES, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"[schedule] plateau must be one of {sorted(NAMED_RULES)} in "
-                              f"{where}, got {name!r}.{hint}")
+        name = _named_choice("[schedule] plateau", sc["plateau"], sorted(NAMED_RULES), where)
         base = Schedule(every=base.every, early=base.early, dense=base.dense,
                         plateau=NAMED_RULES[name])
     return base
