@@ -363,3 +363,15 @@ def test_armijo_without_backtracking_is_fixed_step_gd(case):
     assert a.backtracks.sum() == 0
     assert a.loss.tolist() == g.loss.tolist() and a.t.tolist() == g.t.tolist()
     assert a.final.flat().tolist() == g.final.flat().tolist()
+
+
+def test_schedule_kind_and_plateau_rule_validated():
+    from popdyn import config as C
+
+    with pytest.raises(C.ConfigError, match=r"^\[schedule\] kind must be one of \['baseline', "
+                                            r"'a2'\] in the config, got 'basline'\. Did you mean "
+                                            r"'baseline'\?$"):
+        C.schedule_of({"kind": "basline"})
+    with pytest.raises(C.ConfigError, match=r"^\[schedule\] plateau must be one of .*'baseline'.* "
+                                            r"got 'q0=0\.5'\."):
+        C.schedule_of({"every": 10, "plateau": "q0=0.5"})
