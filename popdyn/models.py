@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import math
+
 import numpy as np
 
 from . import _validate as V
@@ -139,6 +141,12 @@ class Params(ParamArrays):
         return Params(self.a.copy(), self.W.copy(), self.b.copy(), self.c, self.v.copy())
 
     def is_finite(self) -> bool:
+        # a finite sum has finite terms (a non-finite entry makes the sum inf or nan), so the
+        # element-wise test runs only when the sum is not finite (an overflow or a true non-finite)
+        add = np.add.reduce
+        if math.isfinite(add(self.a) + add(self.W, axis=None) + add(self.b) + self.c
+                         + add(self.v)):
+            return True
         return bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.W))
                     and np.all(np.isfinite(self.b)) and np.isfinite(self.c)
                     and np.all(np.isfinite(self.v)))
