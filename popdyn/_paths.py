@@ -39,3 +39,42 @@ def data_path(*parts):
             f"popdyn data file {'/'.join(parts)} not found in {data_root()}: the installation is "
             "incomplete; reinstall popdyn (`pip install .` from its checkout, or its wheel)")
     return p
+
+
+def embedded_configs() -> dict:
+    """The embedded configurations by name: ``{"h3_rank1": Traversable, "paper/table1": …}``
+    (the path under ``configs/`` without ``.toml``), sorted by name."""
+    root = data_root().joinpath("configs")
+    out = {}
+
+    def walk(node, prefix):
+        for child in node.iterdir():
+            if child.is_dir():
+                walk(child, f"{prefix}{child.name}/")
+            elif child.name.endswith(".toml"):
+                out[prefix + child.name[:-5]] = child
+    walk(root, "")
+    return dict(sorted(out.items()))
+
+
+def config_source(name_or_path):
+    """``(label, Traversable or Path)`` of a configuration given as a TOML file path or as the
+    name of an embedded configuration (``popdyn configs`` lists them); a path that exists wins
+    over a name.  ``FileNotFoundError`` names the valid choices otherwise."""
+    import difflib
+
+    p = Path(name_or_path)
+    if p.is_file():
+        return str(p), p
+    name = str(name_or_path)
+    name = name[:-5] if name.endswith(".toml") else name
+    emb = embedded_configs()
+    if name.startswith("configs/"):
+        name = name[len("configs/"):]
+    if name in emb:
+        return name, emb[name]
+    close = difflib.get_close_matches(name, list(emb), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise FileNotFoundError(
+        f"config {name_or_path!r} is neither a TOML file nor an embedded configuration; "
+        f"embedded: {', '.join(emb)} (`popdyn configs` describes them).{hint}")

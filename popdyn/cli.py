@@ -2,6 +2,7 @@
 
     popdyn run [CONFIG] [--store DIR] [--workers N] [--out FILE]   sweep + table + figure + check
     popdyn sweep CONFIG --store DIR [--workers N] [--scheduler ADDRESS]
+    popdyn configs [show NAME]                list the embedded configurations / print one
     popdyn table --store DIR [--format md|latex|csv]
     popdyn figure --store DIR --out FILE
     popdyn ls --store DIR
@@ -10,6 +11,9 @@
     popdyn reproduce NAME [--seeds N] [--teachers LABEL ...] [--store DIR] [--workers N]
                           [--write FILE] [--json FILE] [--no-run]
     popdyn --version
+
+CONFIG is a TOML file or the name of an embedded configuration (`popdyn configs` lists them,
+`popdyn configs show NAME > my.toml` copies one out to edit).
 """
 from __future__ import annotations
 
@@ -40,6 +44,67 @@ def cmd_sweep(args) -> int:
     print(f"popdyn sweep: {len(res['keys'])} runs in {args.store}: {res['ran']} computed "
           f"({res['resumed']} resumed from checkpoints), {res['skipped']} already stored; "
           f"{st}; {res['wall']:.1f} s")
+    return 0
+
+
+def _describe(text: str) -> str:
+    """The first comment line of a configuration (its description)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+        if line:
+            break
+    return ""
+
+
+def _count_runs(text: str):
+    """teachers × settings × seeds of a sweep configuration read as plain TOML (nothing built),
+    or None for a settings file (read by ``popdyn reproduce`` / ``popdyn check``)."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(text)
+        if "teacher" not in raw and "teachers" not in raw or "student" not in raw:
+            return None
+        n_teachers = 1 if "teacher" in raw else len(raw["teachers"])
+        base = raw.get("init", {}).get("seeds", [0])
+        n = 0
+        for setting in raw.get("settings", [{}]):
+            n += len(_config.seeds_of(setting.get("init", {}).get("seeds", base)))
+        return n_teachers * n
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def cmd_configs(args) -> int:
+    """List the embedded configurations, or print one (``show NAME``)."""
+    from ._paths import config_source, embedded_configs
+
+    if args.action == "show":
+        if not args.name:
+            print("popdyn configs: error: `show` needs a NAME (see `popdyn configs`)",
+                  file=sys.stderr)
+            return 2
+        label, src = config_source(args.name)
+        sys.stdout.write(src.read_text())
+        return 0
+    if args.action is not None:
+        print(f"popdyn configs: error: the action must be `show`, got {args.action!r}",
+              file=sys.stderr)
+        return 2
+    emb = embedded_configs()
+    width = max(len(n) for n in emb)
+    print("embedded configurations (popdyn run NAME, popdyn sweep NAME --store DIR; "
+          "popdyn configs show NAME > my.toml to edit one):")
+    for name, src in emb.items():
+        text = src.read_text()
+        n_runs = _count_runs(text)
+        kind = "settings" if n_runs is None else f"{n_runs} runs"
+        desc = _describe(text)
+        if len(desc) > 72:
+            desc = desc[:71] + "…"
+        print(f"  {name:<{width}}  {kind:>9}  {desc}")
     return 0
 
 
@@ -175,15 +240,20 @@ def _parser():
     sub = parser.add_subparsers(dest="cmd")
     run = sub.add_parser("run", help="sweep + table + figure + plateau_alignment check "
                                      "(default: the embedded paper_smoke configuration)")
-    run.add_argument("config", nargs="?", help="TOML configuration (default: the embedded "
-                                               "paper_smoke config, the paper's protocol)")
+    run.add_argument("config", nargs="?", help="TOML file or embedded configuration name "
+                                               "(default: paper_smoke, the paper's protocol)")
     run.add_argument("--store", help="result store directory (default: a temporary one)")
     run.add_argument("--workers", type=int, help="worker processes (default: all cores)")
     run.add_argument("--out", help="figure file (default: popdyn_run.png)")
     run.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds")
     run.set_defaults(func=cmd_run)
+    cf = sub.add_parser("configs", help="list the embedded configurations, or print one "
+                                        "(popdyn configs show NAME)")
+    cf.add_argument("action", nargs="?", help="`show` to print the configuration NAME")
+    cf.add_argument("name", nargs="?", help="embedded configuration name")
+    cf.set_defaults(func=cmd_configs)
     sw = sub.add_parser("sweep", help="run a configuration's teachers × settings × seeds into a store")
-    sw.add_argument("config", help="TOML configuration")
+    sw.add_argument("config", help="TOML file or embedded configuration name (popdyn configs)")
     sw.add_argument("--store", required=True, help="result store directory")
     sw.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
     sw.add_argument("--scheduler", help="dask.distributed scheduler address, e.g. tcp://host:8786")

@@ -228,8 +228,15 @@ def loads(text: str, *, source: str = "<string>") -> dict:
 
 
 def load(path) -> dict:
-    """Load and validate a TOML run configuration."""
-    path = Path(path)
+    """Load and validate a TOML run configuration, given as a file path or as the name of an
+    embedded configuration (``"h3_rank1"``, ``"paper/table1"``; ``popdyn configs`` lists them;
+    an existing file wins over a name)."""
+    from ._paths import config_source
+
+    if not Path(path).is_file() and not Path(path).is_dir():
+        path = config_source(path)[1]      # FileNotFoundError names the embedded choices
+    else:
+        path = Path(path)
     try:
         text = path.read_text()
     except FileNotFoundError:

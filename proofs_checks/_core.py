@@ -272,10 +272,56 @@ def register(name: str, *, description: str, quick: dict, full: dict):
     return deco
 
 
+#: the entry-point group through which other packages register their checks
+ENTRY_POINT_GROUP = "popdyn.checks"
+_PLUGINS: dict = {}        # entry-point name -> None (loaded) or the error message
+
+
+def load_plugins() -> dict:
+    """Load the checks that installed packages declare in the entry-point group
+    ``popdyn.checks`` (once per process; later calls return the same record).
+
+    A package registers its checks without editing popdyn by declaring, in its own metadata,
+    e.g. in ``pyproject.toml``::
+
+        [project.entry-points."popdyn.checks"]
+        my_theorem = "my_package.checks"
+
+    The object an entry point names is loaded: a module is imported (its :func:`register`
+    decorators run), a callable that is not itself a registered check is called once with no
+    arguments (a registration function).  A plugin that fails to load does not break the
+    others or popdyn: its error is recorded and ``popdyn check --list`` prints it.
+
+    Returns
+    -------
+    dict
+        ``{entry-point name: None}`` for each loaded plugin, the one-line error otherwise.
+    """
+    if _PLUGINS.get("__loaded__") is not None:
+        return {k: v for k, v in _PLUGINS.items() if k != "__loaded__"}
+    _PLUGINS["__loaded__"] = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, type) and not any(
+                    c.func is obj for c in CHECKS.values()):
+                obj()
+            _PLUGINS[ep.name] = None
+        except Exception as exc:  # a broken plugin is reported, not fatal
+            _PLUGINS[ep.name] = (f"entry point {ep.name} = {ep.value} (group "
+                                 f"{ENTRY_POINT_GROUP}) failed to load: {type(exc).__name__}: "
+                                 f"{exc}")
+    return {k: v for k, v in _PLUGINS.items() if k != "__loaded__"}
+
+
 def get_check(name: str) -> Check:
-    """The registered :class:`Check` called ``name`` (``ValueError`` with a suggestion otherwise)."""
+    """The registered :class:`Check` called ``name`` (``ValueError`` with a suggestion otherwise);
+    the checks of installed packages (:func:`load_plugins`) are included."""
     if not isinstance(name, str):
         raise TypeError(f"`name` must be a string, got {type(name).__name__}")
+    load_plugins()
     if name not in CHECKS:
         close = difflib.get_close_matches(name, list(CHECKS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""

@@ -51,7 +51,7 @@ def _parser():
 
 def main(argv=None, *, out=None, err=None) -> int:
     """Entry point of ``popdyn check`` (see the module docstring); returns the exit status."""
-    from . import CHECKS, get_check, run_check
+    from . import CHECKS, get_check, load_plugins, run_check
 
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
@@ -60,9 +60,12 @@ def main(argv=None, *, out=None, err=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the message
         return int(exc.code or 0)
+    failed = {k: v for k, v in load_plugins().items() if v is not None}
     if args.list:
         for name, chk in CHECKS.items():
             print(f"{name:<20} {chk.description}", file=out)
+        for msg in failed.values():
+            print(f"popdyn check: warning: {msg}", file=err)
         return 0
     if args.all and args.names:
         print("popdyn check: error: give check names or --all, not both", file=err)
