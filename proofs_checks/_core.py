@@ -147,10 +147,35 @@ def _json_default(o):
     return str(o)
 
 
+def _plain(v):
+    """``v`` with numpy scalars and arrays turned into Python numbers and lists (for printing)."""
+    try:
+        import numpy as np
+        if isinstance(v, np.generic):
+            return v.item()
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_plain(x) for x in v)
+    return v
+
+
 def _fmt_settings(s: dict) -> str:
-    # long per-point data lists (e.g. gauge_separation's "points") are summarized; --json has them
-    return ", ".join(f"{k}=<{len(v)} entries, see --json>" if isinstance(v, list) and len(v) > 12
-                     else f"{k}={v!r}" for k, v in s.items())
+    """The settings on one line, in plain Python notation; long values (per-point data lists,
+    nested tables) are summarized: ``--json`` has them in full."""
+    out = []
+    for k, v in s.items():
+        v = _plain(v)
+        r = repr(v)
+        if len(r) > 80 and isinstance(v, (list, tuple, dict)):
+            what = "entries" if not isinstance(v, dict) else "keys"
+            r = f"<{len(v)} {what}, see --json>"
+        out.append(f"{k}={r}")
+    return ", ".join(out)
 
 
 def decide(kind: str, lo: float, hi: float, constant: float, tol: float | None = None):

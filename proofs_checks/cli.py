@@ -49,6 +49,17 @@ def _parser():
     return p
 
 
+def _provenance(v) -> str:
+    """The summary line's provenance: the verdict's own, or for a composite verdict whose
+    claims mix rigorous and numerical brackets, how many of its claims are rigorous (the
+    verdict as a whole is only as rigorous as its least rigorous claim)."""
+    claims = [p for p in v.parts if p.role == "claim"]
+    n_rig = sum(p.provenance == "rigorous" for p in claims)
+    if claims and 0 < n_rig < len(claims):
+        return f"{v.provenance}: {n_rig} of {len(claims)} claims rigorous"
+    return v.provenance
+
+
 def main(argv=None, *, out=None, err=None) -> int:
     """Entry point of ``popdyn check`` (see the module docstring); returns the exit status."""
     from . import CHECKS, get_check, load_plugins, run_check
@@ -119,7 +130,7 @@ def main(argv=None, *, out=None, err=None) -> int:
         else:
             lo, hi = v.bracket
             print(f"  {n:<20} {v.verdict:<10} margin {v.margin:+.3g}  bracket [{lo:.4g}, {hi:.4g}] "
-                  f"({v.provenance})  {v.elapsed:.1f} s", file=out)
+                  f"({_provenance(v)})  {v.elapsed:.1f} s", file=out)
     if args.json:
         doc = [{"name": n, "error": v is None, "verdict": None if v is None else v.to_dict()}
                for n, v in results]

@@ -159,12 +159,18 @@ def check(*, census: str, config: str, workers: int, out: str, seeds: int):
 
     cfg = L.load_config(config or None)
     L.grid(cfg, census)          # validates `census` (names the argument and the choices)
-    if out:
-        outdir = Path(out)
-    elif census == "quick":      # a fresh directory: CI never reads back an earlier run's log
-        outdir = Path(tempfile.mkdtemp(prefix="popdyn-learnability-quick-"))
-    else:
-        outdir = Path(_default_out(census))
+    if not out and census == "quick":
+        # a fresh directory, deleted afterwards: CI never reads back an earlier run's log and
+        # nothing is left behind (pass `out` to keep the figure and the records)
+        with tempfile.TemporaryDirectory(prefix="popdyn-learnability-quick-") as tmp:
+            v = _census_verdict(cfg, census, Path(tmp), workers, seeds)
+        return v.replace(notes=tuple(n for n in v.notes if not n.startswith("figure: "))
+                         + ("figure and records not kept (pass out=DIR to keep them)",))
+    return _census_verdict(cfg, census, Path(out) if out else Path(_default_out(census)),
+                           workers, seeds)
+
+
+def _census_verdict(cfg, census, outdir, workers, seeds):
     outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 0:

@@ -199,6 +199,10 @@ class _Progress:
         self.last = -1.0
         self.every, self.last_t = every, float("-inf")
         self.skipped = done
+        self.lock = threading.Lock()
+        if self.enabled:
+            from .._notice import quiet
+            quiet()          # the bar now says that the sweep is alive
         self.show()
 
     def show(self, final=False):
@@ -224,13 +228,29 @@ class _Progress:
         self.stream.flush()
 
     def step(self):
-        self.done += 1
-        self.show()
+        with self.lock:
+            self.done += 1
+            self.show()
+
+    def start_ticker(self):
+        """Tick from a daemon thread every ``every``/2 seconds (for a sweep whose runs execute
+        in the calling thread); returns the function that stops it."""
+        stop = threading.Event()
+
+        def run():
+            while not stop.wait(self.every / 2):
+                self.tick()
+
+        if self.enabled:
+            threading.Thread(target=run, name="popdyn-progress", daemon=True).start()
+        return stop.set
 
     def tick(self):
-        """A line if none was written for ``every`` seconds (non-terminal streams)."""
-        if self.enabled and not self.tty and time.perf_counter() - self.last_t >= self.every:
-            self.show()
+        """A line (or a redraw on a terminal, with the elapsed time) if none was written for
+        ``every`` seconds."""
+        with self.lock:
+            if self.enabled and time.perf_counter() - self.last_t >= self.every:
+                self.show()
 
 
 def _hms(s):
@@ -305,7 +325,20 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
         guard.enter_context(_sigterm_as_interrupt())
         st.write_sweep(name or cfg.get("name", ""), keys, cfg)
         bar = _Progress(len(keys), len(keys) - len(todo), enabled=progress)
-        futs = {ex.submit(run_one, s, str(st.root)): (k, s) for k, s in todo}
+        if isinstance(ex, SerialExecutor):
+            # each run finishes inside submit: step the bar after each, and let a ticker
+            # thread show the elapsed time while one runs
+            guard.callback(bar.start_ticker())
+            for k, s in todo:
+                f = ex.submit(run_one, s, str(st.root))
+                try:
+                    results.append(f.result())
+                except Exception as exc:  # one failed run does not stop the others
+                    errors.append((k, s, exc))
+                bar.step()
+            futs = {}
+        else:
+            futs = {ex.submit(run_one, s, str(st.root)): (k, s) for k, s in todo}
         pending = set(futs)
         while pending:
             done, pending = cf.wait(pending, timeout=bar.every, return_when=cf.FIRST_COMPLETED)

@@ -126,6 +126,7 @@ def test_compile_notice_only_on_a_cold_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(_notice, "_done", False)
     buf = io.StringIO()
     assert _notice.compile_notice(buf) and "compiling numeric kernels once" in buf.getvalue()
+    _notice.quiet()
     assert not _notice.compile_notice(buf)                  # once per process
     (kernels / "__pycache__" / "other.f-1.py311.nbi").write_text("")
     assert _notice.cache_is_cold()                          # not one of popdyn's kernels
@@ -135,6 +136,54 @@ def test_compile_notice_only_on_a_cold_cache(tmp_path, monkeypatch):
     assert not _notice.compile_notice(io.StringIO())
     monkeypatch.setenv("POPDYN_NO_CACHE", "1")
     assert _notice.cache_is_cold()
+
+
+def test_compile_heartbeat_until_quiet():
+    """While kernels compile, a line every period; none after quiet() (the progress bar's)."""
+    import time
+
+    buf = io.StringIO()
+    _notice._start_heartbeat(buf, every=0.05)
+    time.sleep(0.6)
+    _notice.quiet()
+    time.sleep(0.1)
+    n = buf.getvalue().count("still compiling numeric kernels")
+    assert n >= 3
+    time.sleep(0.3)
+    assert buf.getvalue().count("still compiling numeric kernels") == n
+
+
+def test_progress_redraws_a_terminal_line_with_the_elapsed_time():
+    from popdyn.experiments.sweep import _Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    buf = Tty()
+    p = _Progress(3, 0, stream=buf, every=0.05)
+    first = buf.getvalue()
+    assert first.startswith("\r[") and "0/3 runs" in first
+    import time
+    time.sleep(0.1)
+    p.tick()                                  # no run finished: the line is redrawn anyway
+    assert buf.getvalue().count("\r") == 2
+
+
+def test_serial_sweep_steps_the_bar_after_each_run(tmp_path):
+    """workers = 1 runs each run inside submit: the bar counts them one by one."""
+    from popdyn import config as C
+    from popdyn.experiments.sweep import sweep
+
+    (tmp_path / "c.toml").write_text(CFG.replace("seeds = [0]", "seeds = [0, 1, 2]"))
+    cfg = C.load(tmp_path / "c.toml")
+    n = len(C.expand(cfg))
+    buf = io.StringIO()
+    import contextlib
+    with contextlib.redirect_stderr(buf):
+        sweep(cfg, tmp_path / "s", workers=1, progress=True)
+    lines = [ln for ln in buf.getvalue().splitlines() if " runs (" in ln]
+    assert [ln.split()[1] for ln in lines][:n + 1] == [f"{i}/{n}" for i in range(n + 1)]
 
 
 def test_table_caption_defines_E_and_show_keeps_headers(tmp_path):

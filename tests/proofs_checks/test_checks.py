@@ -24,15 +24,32 @@ EXPECTED = {"reaction_transport", "balancedness", "gauge_separation", "ownership
 
 @pytest.fixture(scope="module")
 def all_quick(tmp_path_factory):
+    import tempfile
+
     out, err = io.StringIO(), io.StringIO()
     path = tmp_path_factory.mktemp("checks") / "verdicts.json"
-    rc = main(["--all", "--quick", "--json", str(path)], out=out, err=err)
-    return rc, out.getvalue(), err.getvalue(), json.loads(path.read_text())
+    scratch = tmp_path_factory.mktemp("scratch")       # the checks' temporary directory
+    old, tempfile.tempdir = tempfile.tempdir, str(scratch)
+    try:
+        rc = main(["--all", "--quick", "--json", str(path)], out=out, err=err)
+    finally:
+        tempfile.tempdir = old
+    left = sorted(p.name for p in scratch.iterdir())
+    return rc, out.getvalue(), err.getvalue(), json.loads(path.read_text()), left
 
 
 def test_all_quick_runs_and_reports(all_quick):
-    rc, out, err, doc = all_quick
+    rc, out, err, doc, left = all_quick
     assert rc == 0, err
+    assert left == [], f"temporary files left behind: {left}"
+    assert "np.float64(" not in out and "np.int64(" not in out
+    # a composite verdict with rigorous and numerical claims says how many are rigorous
+    line = next(ln for ln in out.splitlines() if ln.startswith("  gauge_separation "))
+    gs = next(d["verdict"] for d in doc if d["name"] == "gauge_separation")
+    claims = [p for p in gs["parts"] if p["role"] == "claim"]
+    n_rig = sum(p["provenance"] == "rigorous" for p in claims)
+    if 0 < n_rig < len(claims):
+        assert f"(numerical: {n_rig} of {len(claims)} claims rigorous)" in line
     assert "summary (quick settings" in out
     for name in EXPECTED:
         assert name in out
@@ -51,7 +68,7 @@ def test_all_quick_runs_and_reports(all_quick):
 
 def test_all_quick_verdicts(all_quick):
     """The identities and the declared regimes pass; the controls are reported as controls."""
-    _, out, _, doc = all_quick
+    _, out, _, doc, _ = all_quick
     by = {d["name"]: d["verdict"] for d in doc}
     for name in EXPECTED:
         assert by[name]["verdict"] == "pass", by[name]
