@@ -14,9 +14,10 @@ One column per (setting, teacher) cohort, four rows (seed paper 003, Figures 1 a
    as means and bands over seeds like rows 2–3 (seed paper 003, Figures 4 and 18).
 
 Horizontal axis: log(1 + n/100) with ticks labelled in updates n (early time expanded,
-initialization and the whole run visible), or the flow time t (``x="time"``).  Solid curves are
-means over seeds and light bands the pointwise 10th–90th percentiles, both on the support shared
-by all seeds; every seed's own curve is drawn thin over its whole record, so individual tails
+initialization and the whole run visible; the same range in every column), or the flow time t
+(``x="time"``).  Solid curves are means over seeds and light bands the pointwise 10th–90th
+percentiles over ten or more seeds, the minimum–maximum over fewer (percentiles of three seeds
+are not percentiles), both on the support shared by all seeds; every seed's own curve is drawn thin over its whole record, so individual tails
 stay visible; a cross marks the end of a diverged run.  Grey shading marks the plateau shared by
 all seeds (the minimum of the runs' δ-prefix endpoints).  Bands show seed variation, not
 confidence intervals.  Rendering uses the Agg canvas directly (no pyplot, no global backend).
@@ -54,31 +55,40 @@ def _series(recs, key):
     return np.array([num(r.get(key)) if r.get(key) is not None else np.nan for r in recs])
 
 
+#: fewer seeds than this: the band is the minimum–maximum over seeds, not the 10–90 % range
+BAND_PERCENTILE_SEEDS = 10
+
+
 def _band(ax, x, Y, color, label=None):
     Y = np.asarray(Y, dtype=float)
     if Y.ndim != 2 or Y.shape[1] == 0:
         return
+    q = (10, 90) if Y.shape[0] >= BAND_PERCENTILE_SEEDS else (0, 100)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)      # all-NaN columns stay NaN
-        lo = np.nanpercentile(Y, 10, axis=0)
-        hi = np.nanpercentile(Y, 90, axis=0)
+        lo = np.nanpercentile(Y, q[0], axis=0)
+        hi = np.nanpercentile(Y, q[1], axis=0)
         mu = np.nanmean(Y, axis=0)
     ax.fill_between(x, lo, hi, color=color, alpha=0.18, lw=0)
     ax.plot(x, mu, color=color, lw=1.6, label=label)
 
 
 def _ticks(ax, nmax):
-    cand = [0, 10, 100, 1000, 10_000, 100_000, 1_000_000]
+    """Ticks at 0, 10, 100, 1,000, … up to ``nmax`` on the log(1 + n/100) axis, plus ``nmax``
+    itself when it does not crowd the last decade; the axis spans [0, log(1 + nmax/100)]."""
+    cand = [0, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000]
     ticks = [c for c in cand if c <= max(nmax, 1)]
-    if nmax not in ticks:
+    end = float(np.log1p(max(nmax, 1) / 100.0))
+    if nmax not in ticks and end - np.log1p(ticks[-1] / 100.0) > 0.08 * end:
         ticks.append(nmax)
     pos = np.log1p(np.array(ticks, dtype=float) / 100.0)
     keep = [0]
     for i in range(1, len(ticks)):       # avoid overlapping labels
-        if pos[i] - pos[keep[-1]] > 0.06 * max(pos[-1], 1e-9):
+        if pos[i] - pos[keep[-1]] > 0.06 * max(end, 1e-9):
             keep.append(i)
     ax.set_xticks(pos[keep])
     ax.set_xticklabels([f"{ticks[i]:,}" for i in keep], fontsize=7)
+    ax.set_xlim(0.0, end * 1.01)
 
 
 def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int = 110):
@@ -100,8 +110,11 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
     gs = gs[:max_columns]
     X = _xmap(x)
     ncol = len(gs)
-    fig = Figure(figsize=(3.1 * ncol + 0.8, 9.2), dpi=dpi)
-    axes = fig.subplots(4, ncol, squeeze=False, sharex="col")
+    fig = Figure(figsize=(3.1 * ncol + 0.8, 9.2), dpi=dpi, layout="constrained")
+    axes = fig.subplots(4, ncol, squeeze=False, sharex="all" if x == "log_updates" else "col")
+    # one horizontal range for every column (updates axis): the longest run's
+    nmax_all = max(max(int(st.arrays(r["key"])["n"][-1]) for r in recs) for _, _, recs in gs)
+    n_seeds = [len(recs) for _, _, recs in gs]
     colors = {"a_min": "#1b7f79", "a_mean": "#1b7f79", "a_top": "#1b7f79"}
     rcol = ["#6a3d9a", "#b15928", "#33a02c", "#e31a1c"]
     gcol = {"gate_weighted_angle": "#8c510a", "gate_median_angle": "#8c510a",
@@ -110,7 +123,8 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
     for j, (setting, label, recs) in enumerate(gs):
         runs = [(r, st.arrays(r["key"])) for r in recs]
         title = label if setting == "default" else f"{label} · {setting}"
-        axes[0, j].set_title(f"{title}\n{len(recs)} seeds", fontsize=9)
+        axes[0, j].set_title(f"{title}\n{len(recs)} seed{'s' if len(recs) != 1 else ''}",
+                             fontsize=9)
         # shared plateau
         end_n = min(r["plateau"]["end_n"] for r in recs)
         end_t = min(num(r["plateau"]["end_t"]) for r in recs)
@@ -165,7 +179,7 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
                              ("a_top", "-.", "A_top")):
             seeds_and_band(ax, key, colors[key], lab, ls)
         rr = recs[0]["r"] / recs[0]["d"]
-        ax.axhline(rr, color="0.4", ls=":", lw=0.8)
+        ax.axhline(rr, color="0.4", ls=":", lw=0.8, label="r/d (isotropic)")
         ax.set_ylim(-0.03, 1.03)
         # 3: refit risks
         ax = axes[2, j]
@@ -210,14 +224,13 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
         else:
             ax.text(0.5, 0.5, "no geometry recorded", ha="center", va="center",
                     transform=ax.transAxes, fontsize=8, color="0.4")
-        nmax = max(int(a["n"][-1]) for _, a in runs)
         for i in range(4):
             axes[i, j].tick_params(labelsize=7)
             if x == "log_updates":
-                _ticks(axes[i, j], nmax)
+                _ticks(axes[i, j], nmax_all)
         axes[3, j].set_xlabel("updates n (axis: log(1 + n/100))" if x == "log_updates"
                               else "flow time t", fontsize=8)
-    axes[0, 0].set_ylabel("loss / V_Y", fontsize=8)
+    axes[0, 0].set_ylabel("MSE / V_Y  (= 2L / V_Y)", fontsize=8)
     axes[1, 0].set_ylabel("AGOP alignment", fontsize=8)
     axes[2, 0].set_ylabel("refit risk / V_Y", fontsize=8)
     for j in range(ncol):
@@ -225,17 +238,19 @@ def figure(store, out, *, x: str = "log_updates", max_columns: int = 8, dpi: int
             axes[3, j].set_ylabel("effective angle to subspace (°)", fontsize=8)
         elif j == 0:
             axes[3, 0].set_ylabel("angle to subspace (°)", fontsize=8)
-    axes[1, 0].legend(fontsize=7, loc="lower right", frameon=False)
-    axes[2, 0].legend(fontsize=7, loc="upper right", frameon=False)
+    for ax in (axes[1, 0], axes[2, 0]):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best", frameon=True, framealpha=0.85, edgecolor="none")
     # the note wrapped to the figure's width (a single cohort's figure is 3.9 in wide: one line
-    # would be clipped at both sides), with room above the panels for every line
-    w_in, h_in = fig.get_size_inches()
+    # would be clipped at both sides); the constrained layout puts the panels right under it
+    w_in, _ = fig.get_size_inches()
     chars = max(30, int(w_in * 72 / (8 * 0.62)))          # 8 pt characters < 0.62 em wide
-    note = textwrap.wrap("means and 10–90% bands over seeds (shared support); thin lines: every "
+    band = ("10–90% bands" if min(n_seeds) >= BAND_PERCENTILE_SEEDS else
+            "min–max bands" if max(n_seeds) < BAND_PERCENTILE_SEEDS else
+            f"10–90% bands (min–max below {BAND_PERCENTILE_SEEDS} seeds)")
+    note = textwrap.wrap(f"means and {band} over seeds (shared support); thin lines: every "
                          "seed; grey: plateau shared by all seeds", chars)
     fig.suptitle("\n".join(note), fontsize=8)
-    top = 1.0 - (len(note) * 8 * 1.25 + 6) / 72 / h_in
-    fig.tight_layout(rect=(0, 0, 1, top))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     kw = {"metadata": {"Software": None}} if out.suffix.lower() == ".png" else {}

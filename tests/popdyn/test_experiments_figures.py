@@ -90,3 +90,34 @@ def test_popdyn_run_end_to_end(tmp_path, capsys):
     # rerun on the same store: nothing recomputed
     assert main(["run", str(cfg), "--store", str(tmp_path / "s"), "--out", str(out)]) == 0
     assert "0 computed" in capsys.readouterr().out
+
+
+def test_figure_axes_are_shared_and_labelled(tmp_path, monkeypatch):
+    """Two cohorts of different lengths share one updates axis; the r/d line is in the legend;
+    two seeds give min–max bands and the note says so; the loss row names MSE = 2L."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from popdyn.experiments import figure
+
+    cfg = CFG.replace('[teacher]\nlink = "h2"\nrank = 2',
+                      '[[teachers]]\nlink = "h2"\nrank = 2\n[[teachers]]\nlink = "h3"\nrank = 1')
+    d = tmp_path / "s"
+    sweep(C.loads(cfg), d, workers=1, progress=False)
+    seen = {}
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: seen.setdefault("fig", self))
+    figure(d, tmp_path / "f.png")
+    fig = seen["fig"]
+    axes = fig.axes
+    grid = [ax for ax in axes if ax.get_label() != "<colorbar>"]
+    lims = {tuple(round(v, 9) for v in ax.get_xlim()) for ax in grid[:8]}
+    assert len(lims) == 1
+    bottom = next(ax for ax in grid if ax.get_xlabel().startswith("updates n"))
+    fig.canvas.draw() if hasattr(fig.canvas, "draw") else None
+    labels = [t.get_text() for t in bottom.get_xticklabels()]
+    assert labels[0] == "0" and labels[-1] == "30"
+    assert "MSE / V_Y" in grid[0].get_ylabel()
+    legend_texts = [t.get_text() for ax in grid for leg in [ax.get_legend()] if leg
+                    for t in leg.get_texts()]
+    assert "r/d (isotropic)" in legend_texts
+    assert "min–max bands" in fig._suptitle.get_text()
