@@ -1,16 +1,28 @@
-"""Check ``plateau_alignment``: subspace learning during the loss plateau (seed paper 003).
+"""Checks ``plateau_alignment`` and ``plateau_alignment_prefix``: subspace learning during the
+loss plateau (Kumar, "Awakening of the Buddha: Subspace Learning During Population-Loss
+Plateaus", arXiv 2609.39408, Theorem 4.1 / E.1).
 
-The theorem (seed paper 003, abstract): for ReLU students trained by simultaneous fixed-step
-population gradient descent from a small IID Gaussian initialization, on additive teachers
-whose links are positive mixtures of Gaussian-damped cubics, *at a checkpoint during the
-high-loss plateau* the minimum AGOP alignment A_min rises by at least 1/2 and the minimum
-same-budget refit MSE falls by more than 0.399 (in units of V_Y), *both relative to
-initialization*.
+The theorem: for ReLU students trained by population gradient descent from a small IID Gaussian
+initialization, on additive teachers whose links are positive mixtures of the Gaussian-damped
+cubics g_v of eq. (7), *at the end of the high-loss plateau* the minimum AGOP alignment A_min
+rises by at least 1/2 and the bounded refit MSE falls by more than 0.399 (in units of E[y²]),
+*both relative to initialization*.
 
-Reading used here (stated, not tuned)
---------------------------------------
+``plateau_alignment`` (:func:`check`) runs a configuration of the paper's own protocol (App. A:
+the ``paper_relu`` student, IID N(0, s²/d) initialization, persistent Armijo, the baseline
+plateau rule with the exact endpoint state E) and decides with :func:`check_store_paper`; its
+quick settings run the embedded ``paper_smoke`` (g_{1/2}, seeds 1–3), its full settings
+``paper/plateau_alignment`` (the g-family rows of Table 1, seeds 1–50; ``popdyn reproduce
+plateau_alignment`` reports the same runs beside the paper).
+
+``plateau_alignment_prefix`` (:func:`check_prefix`, :func:`check_store`) keeps popdyn's earlier
+reading on its own declared family, described next; ``popdyn run`` uses it for configurations
+that are not on the paper's protocol.
+
+popdyn's earlier reading (plateau_alignment_prefix; stated, not tuned)
+----------------------------------------------------------------------
 * Checkpoint P: the last diagnostic inside the run's δ-prefix of the normalized loss,
-  |ℓ_n − ℓ_0| ≤ δ (δ = 1e−3; seed paper Tables 3–4: "P is the last diagnostic inside the
+  |ℓ_n − ℓ_0| ≤ δ (δ = 1e−3; the paper's Tables 3–4: "P is the last diagnostic inside the
   prefix"), computed per run (each run's own endpoint, never an averaged one).
 * Rise of A_min: ΔA = A_min(P) − A_min(0) on the *same* run, A_min the smallest squared principal
   cosine between the rank-r teacher subspace and the top-r AGOP eigenspace (docs/design.md §5).
@@ -51,9 +63,9 @@ reports what it measures (and the unrestricted refit drop as a control, to show 
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): abstract (the theorem and constants
-1/2 and 0.399), Table 2 (ΔA = A(E) − A(0), ΔR = R̲_0 − R̄_E), Tables 3–4 (P), Table 6
-(medians over twenty seeds at d = 16, m = 64, ε = 0.05); docs/design.md §5, §6.
+Kumar (arXiv 2609.39408): abstract and Theorem 4.1 (the constants 1/2 and 0.399), App. A
+(protocol, ΔR = R̲_0 − R̄_E), Tables 3–4 (P), Table 6 (medians over twenty seeds at d = 16,
+m = 64, ε = 0.05); docs/design.md §5, §6.
 """
 from __future__ import annotations
 
@@ -196,20 +208,20 @@ def check_store(store, *, budget="same_budget", max_scale=0.05, settings=None):
     return with_hypotheses(v, specs)
 
 
-@register("plateau_alignment",
-          description="during the loss plateau A_min rises ≥ 1/2 and the same-budget refit drops "
-                      "≥ 0.399 (certified, per seed; damped-cubic teachers, small init)",
+@register("plateau_alignment_prefix",
+          description="popdyn's earlier reading of the plateau claims: δ-prefix checkpoint, "
+                      "same-budget refit, damped_cubic:a teachers, flow clock (certified, per seed)",
           quick=dict(link="damped_cubic:0.5", rank=1, d=8, m=16, scale=0.01, seeds=(0, 1, 2),
                      method="flow", eps=0.05, max_updates=2000, loss_target=0.1, every=1,
                      delta=1e-3, budget="same_budget", prec=128),
           full=dict(link="damped_cubic:0.5", rank=1, d=16, m=64, scale=0.01,
                     seeds=tuple(range(20)), method="flow", eps=0.05, max_updates=20000,
                     loss_target=0.1, every=1, delta=1e-3, budget="same_budget", prec=128))
-def check(*, link, rank, d, m, scale, seeds, method, eps, max_updates, loss_target, every, delta,
-          budget, prec, store=None):
-    """Run the declared cohort into a (temporary) store and decide on it."""
-
-
+def check_prefix(*, link, rank, d, m, scale, seeds, method, eps, max_updates, loss_target,
+                 every, delta, budget, prec, store=None):
+    """popdyn's own reading (module docstring, :func:`check_store`): run the declared cohort
+    into a (temporary) store and decide on it.  The paper's protocol is the check
+    ``plateau_alignment`` (:func:`check`)."""
     if not str(link).startswith(FAMILY):
         raise ValueError(f"`link` must be in the declared family damped_cubic:<a>, got {link!r}")
     cfg = C.validate(family_config(link=link, rank=rank, d=d, m=m, scale=scale, seeds=seeds,
@@ -223,6 +235,70 @@ def check(*, link, rank, d, m, scale, seeds, method, eps, max_updates, loss_targ
         st = Store(store or tmp)
         sweep(cfg, st, workers=1, progress=False)
         return check_store(st, budget=budget, settings=settings)
+
+
+@register("plateau_alignment",
+          description="Theorem 4.1 (Kumar, arXiv 2609.39408): at each run's plateau endpoint E "
+                      "A_min rises ≥ 1/2 and the bounded refit drops ≥ 0.399 (per seed; the "
+                      "paper's protocol on its g_v / g_μ teachers)",
+          quick=dict(config="paper_smoke", seeds=0, d=0, m=0, max_updates=0, workers=1,
+                     store="", prec=128),
+          full=dict(config="paper/plateau_alignment", seeds=0, d=0, m=0, max_updates=0,
+                    workers=2, store="", prec=128))
+def check(*, config, seeds, d, m, max_updates, workers, store, prec):
+    """Run a configuration of the paper's protocol and decide Theorem 4.1's claims on it.
+
+    Parameters
+    ----------
+    config : str
+        A configuration on the paper's protocol (``[schedule] kind = "baseline"``): the name
+        of an embedded one (quick: ``paper_smoke``, g_{1/2} at rank two, seeds 1–3, 8,000
+        updates; full: ``paper/plateau_alignment``, the six g-family rows of Table 1 at seeds
+        1–50, 20,000 updates) or a TOML path.
+    seeds : int
+        Only the first ``seeds`` declared seeds (0: all of them).
+    d, m, max_updates : int
+        Overrides of the student's size and the horizon (0: the configuration's).
+    workers : int
+        Local worker processes of the sweep.
+    store : str
+        Result store directory ("" : a temporary one, deleted afterwards); an existing store is
+        resumed and its finished runs are not recomputed.
+    prec : int
+        Arb precision (bits) of the certified brackets.
+
+    Returns
+    -------
+    PlateauVerdict
+        :func:`check_store_paper` on the configuration's runs, with the hypotheses report of
+        Theorem 4.1 (App. C.1).
+    """
+    cfg = C.load(config)
+    if cfg.get("schedule", {}).get("kind") != "baseline":
+        raise ValueError(f"`config` must be on the paper's protocol ([schedule] kind = "
+                         f"\"baseline\"), got {config!r}")
+    for name, v in (("seeds", seeds), ("d", d), ("m", m), ("max_updates", max_updates)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"`{name}` must be a non-negative int (0: the configuration's), "
+                             f"got {v!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"`workers` must be a positive int, got {workers!r}")
+    if seeds:
+        cfg["init"]["seeds"] = C.seeds_of(cfg["init"]["seeds"])[:seeds]
+    if d:
+        cfg["student"]["d"] = d
+    if m:
+        cfg["student"]["m"] = m
+    if max_updates:
+        cfg["train"]["max_updates"] = max_updates
+    cfg = C.validate(cfg)
+    settings = dict(config=str(config), seeds=C.seeds_of(cfg["init"]["seeds"]),
+                    d=cfg["student"].get("d"), m=cfg["student"].get("m"),
+                    max_updates=cfg["train"].get("max_updates"), prec=prec)
+    with tempfile.TemporaryDirectory(prefix="plateau_alignment-") as tmp:
+        st = Store(store or tmp)
+        res = sweep(cfg, st, workers=workers, progress=False)
+        return check_store_paper(st, res["keys"], prec=prec, settings=settings)
 
 
 # ---------------------------------------------------------------------------- the paper's reading

@@ -53,7 +53,8 @@ def test_all_quick_runs_and_reports(all_quick):
     assert "summary (quick settings" in out
     for name in EXPECTED:
         assert name in out
-    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "skip_spurious_minima",
+    assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "plateau_alignment_prefix",
+                                                   "skip_spurious_minima",
                                                    "skip_benign", "direction_count",
                                                    "teacher_span", "learnability"}
     for d in doc:

@@ -17,13 +17,17 @@ pytestmark = pytest.mark.xdist_group("plateau_quick")
 
 @pytest.fixture(scope="module")
 def verdict():
-    return run_check("plateau_alignment", quick=True, d=4, m=6, seeds=(0, 1), max_updates=300)
+    return run_check("plateau_alignment_prefix", quick=True, d=4, m=6, seeds=(0, 1),
+                     max_updates=300)
 
 
 def test_registered_with_presets():
-    chk = get_check("plateau_alignment")
+    chk = get_check("plateau_alignment_prefix")
     assert chk.quick["budget"] == "same_budget" and chk.full["d"] == 16 and chk.full["m"] == 64
     assert len(chk.full["seeds"]) == 20
+    chk = get_check("plateau_alignment")           # the paper's protocol
+    assert chk.quick["config"] == "paper_smoke"
+    assert chk.full["config"] == "paper/plateau_alignment"
 
 
 def test_verdict_structure(verdict):
@@ -68,7 +72,7 @@ def test_out_of_family_is_control(tmp_path):
 
 def test_bad_family():
     with pytest.raises(ValueError, match="declared family"):
-        run_check("plateau_alignment", link="h3")
+        run_check("plateau_alignment_prefix", link="h3")
 
 
 # ------------------------------------------------------------------ Theorem 4.1 hypotheses report
@@ -87,7 +91,7 @@ def test_verdict_carries_hypotheses_report(verdict):
     v = verdict
     assert isinstance(v, PlateauVerdict) and v.hypotheses["status"] == "outside"
     head = v.report().splitlines()[0]
-    assert head.startswith(f"[{v.verdict.upper()}] plateau_alignment")
+    assert head.startswith(f"[{v.verdict.upper()}] plateau_alignment")    # the check's name
     assert "outside the theorem's hypotheses (m, d, s, h, horizon not met: m = 6 <" in head
     d = json.loads(v.to_json())
     rep = d["hypotheses"]["settings"][0]["report"]
@@ -113,3 +117,30 @@ def test_with_hypotheses_keeps_the_verdict():
     assert line.startswith("outside the theorem's hypotheses (m, d, s, h, horizon not met: "
                            "m = 32 < 7.38417e+12; d = 16 < 4.3967e+6")
     assert v.replace(elapsed=1.0).hypotheses == v.hypotheses       # run_check keeps it
+
+
+# ------------------------------------------------------------------ the paper's protocol
+def test_paper_protocol_check_runs_its_configuration():
+    """`plateau_alignment` runs an embedded configuration of the paper's protocol (here
+    paper_smoke reduced to one seed, d = 5, m = 6, 200 updates) and decides it with
+    check_store_paper: one ΔA_min and one ΔR claim per seed, the settings and the hypotheses
+    report recorded."""
+    from proofs_checks.plateau_alignment import PlateauVerdict
+    v = run_check("plateau_alignment", seeds=1, d=5, m=6, max_updates=200)
+    assert isinstance(v, PlateauVerdict)
+    claims = [p for p in v.parts if p.role == "claim"]
+    assert len(claims) == 2 and {p.constant for p in claims} == {0.5, 0.399}
+    assert v.settings["config"] == "paper_smoke" and v.settings["seeds"] == 1
+    assert (v.settings["d"], v.settings["m"], v.settings["max_updates"]) == (5, 6, 200)
+    assert v.hypotheses["status"] == "outside"
+    (run,) = v.hypotheses["settings"]
+    assert run["runs"] == 1
+
+
+def test_paper_protocol_check_refuses_other_protocols():
+    with pytest.raises(ValueError, match=r"`config` must be on the paper's protocol"):
+        run_check("plateau_alignment", config="h3_rank1")
+    with pytest.raises(ValueError, match=r"`seeds` must be a non-negative int"):
+        run_check("plateau_alignment", seeds=-1)
+    with pytest.raises(FileNotFoundError, match="Did you mean 'paper_smoke'"):
+        run_check("plateau_alignment", config="paper_smok")
