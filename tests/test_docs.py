@@ -80,8 +80,13 @@ def test_fences_follow_the_convention(page):
                 f"{_rel(page)}:{line}: a block that is not run says why ('# not run: <reason>')")
 
 
-RUN_PAGES = [p for p in PAGES if any(
-    info in RUN and not code.startswith("# not run") for info, code, _ in fenced_blocks(p))]
+def _runs_here(info, code):
+    if info == "{exec-python}" and HAVE_SPHINX:
+        return False                  # run by test_sphinx_build (the build executes them)
+    return info in RUN and not code.startswith("# not run")
+
+
+RUN_PAGES = [p for p in PAGES if any(_runs_here(i, c) for i, c, _ in fenced_blocks(p))]
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=_rel)
@@ -89,17 +94,10 @@ def test_code_blocks_run_as_written(page, tmp_path, monkeypatch):
     """Every runnable block of the page, in order, as one script (tmp working directory)."""
     monkeypatch.chdir(tmp_path)
     ns = {"__name__": "__docs__"}
-    ran = 0
     for info, code, line in fenced_blocks(page):
-        if info not in RUN or code.startswith("# not run"):
-            continue
-        if info == "{exec-python}" and HAVE_SPHINX:
-            continue                  # run by test_sphinx_build (the build executes them)
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(code, f"{_rel(page)}:{line}", "exec"), ns)
-        ran += 1
-    if ran == 0:
-        pytest.skip(f"{_rel(page)}: its blocks run in the Sphinx build (test_sphinx_build)")
+        if _runs_here(info, code):
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(code, f"{_rel(page)}:{line}", "exec"), ns)
 
 
 def test_readme_is_a_landing_page():
@@ -173,3 +171,22 @@ def test_api_reference_lists_every_public_name(built):
     objects = _inventory(out / "objects.inv")
     missing = [f"{m}.{n}" for m, n in _public() if f"{m}.{n}" not in objects]
     assert not missing, f"documented objects missing from the built reference: {missing}"
+
+
+# ------------------------------------------------------------------- licence and typing
+def test_license_and_typed_markers():
+    """LICENSE (MIT, as setup.cfg declares) and the PEP 561 ``py.typed`` markers, shipped as
+    package data (tests/test_wheel.py builds the wheel; this checks the declarations)."""
+    import configparser
+
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg", encoding="utf-8")
+    assert cfg["metadata"]["license"] == "MIT"
+    data = cfg["options.package_data"]
+    for pkg in ("popdyn", "certify", "proofs_checks"):
+        assert (ROOT / pkg / "py.typed").is_file(), pkg
+        assert "py.typed" in data.get(pkg, "").split(), pkg
+    extra = cfg["options.extras_require"]["test"]
+    for req in ("sphinx", "numpydoc", "myst-parser"):
+        assert re.search(rf"^\s*{re.escape(req)}\b", extra, re.M), req
