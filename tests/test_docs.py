@@ -38,7 +38,7 @@ SHOWN = {"console", "bash", "text", "toml", "ini", "json"}
 CODE_DIRECTIVES = {"{code-block}", "{code}", "{code-cell}", "{sourcecode}", "{literalinclude}"}
 HAVE_SPHINX = all(importlib.util.find_spec(m) is not None
                   for m in ("sphinx", "numpydoc", "myst_parser"))
-FENCE = re.compile(r"^(`{3,})\s*(\S*)\s*$")
+FENCE = re.compile(r"^(`{3,})\s*(\S*)(?:\s.*)?$")
 
 
 def fenced_blocks(path: Path):
