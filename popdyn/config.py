@@ -175,6 +175,22 @@ def seeds_of(spec, where="[init] seeds") -> list:
     return out
 
 
+def _user_kind(kind):
+    """The class of a teacher kind registered by other code (None for the built-in kinds)."""
+    if not isinstance(kind, str) or kind in TEACHER_KINDS:
+        return None
+    from .teachers import kind_class
+    return kind_class(kind)
+
+
+def _check_teacher_table(where: str, t) -> None:
+    """A teacher table: the built-in kinds' keys, or for a registered kind of another package
+    any keys (its ``from_config`` checks them) besides ``label`` and ``normalize``."""
+    if isinstance(t, dict) and _user_kind(t.get("kind")) is not None:
+        return
+    _check_table(where, t, TEACHER_KEYS)
+
+
 def validate(cfg: dict) -> dict:
     """Check the structure of a configuration dict (unknown keys, missing sections, types).
 
@@ -194,7 +210,7 @@ def validate(cfg: dict) -> dict:
             if not isinstance(val, list) or not val:
                 raise ConfigError("[[teachers]] must be a non-empty array of tables")
             for i, t in enumerate(val):
-                _check_table(f"[[teachers]] #{i + 1}", t, allowed)
+                _check_teacher_table(f"[[teachers]] #{i + 1}", t)
         elif key == "settings":
             if not isinstance(val, list) or not val:
                 raise ConfigError("[[settings]] must be a non-empty array of tables")
@@ -204,6 +220,8 @@ def validate(cfg: dict) -> dict:
                 for sec in OVERRIDABLE:
                     if sec in s:
                         _check_table(f"{where} {sec}", s[sec], _SECTIONS[sec])
+        elif key == "teacher":
+            _check_teacher_table("[teacher]", val)
         else:
             _check_table(f"[{key}]", val, allowed)
     if "teacher" in cfg and "teachers" in cfg:
@@ -336,11 +354,24 @@ def _rank(t: dict, d: int, default: int) -> int:
 def _teacher(t: dict, d: int) -> Teacher:
     t.pop("label", None)
     kind = t.pop("kind", "additive")
+    user = _user_kind(kind)
+    if user is not None:
+        if not hasattr(user, "from_config"):
+            raise ConfigError(f"[teacher] kind = {kind!r} ({user.__module__}.{user.__name__}) "
+                              "has no classmethod from_config(table, d): it cannot be built "
+                              "from a configuration")
+        T = user.from_config(t, d)
+        if not isinstance(T, Teacher):
+            raise ConfigError(f"[teacher] kind = {kind!r}: from_config returned "
+                              f"{type(T).__name__}, not a popdyn Teacher")
+        return T
     if kind not in TEACHER_KINDS:
-        close = difflib.get_close_matches(str(kind), TEACHER_KINDS, n=1)
+        from .teachers import kinds
+        valid = [k for k in kinds() if k != "multi_index"]
+        close = difflib.get_close_matches(str(kind), valid, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"[teacher] kind must be 'additive', 'network' or 'gated', got "
-                          f"{kind!r}.{hint}")
+        raise ConfigError(f"[teacher] kind must be one of {valid} (other kinds: "
+                          f"popdyn.teachers.register_kind), got {kind!r}.{hint}")
     foreign = sorted(k for k in t if k in _KIND_ONLY and _KIND_ONLY[k] != kind)
     if foreign:
         raise ConfigError(f"[teacher] kind = {kind!r} does not take "

@@ -130,3 +130,55 @@ def test_run_accepts_an_embedded_name(monkeypatch, capsys):
     assert main(["run", "h3_rank1"]) == 130
     assert seen["name"] == "h3_rank1"
     assert "popdyn run: h3_rank1  (h3_rank1)" in capsys.readouterr().out
+
+
+RAMP_CFG = """
+name = "ramp_demo"
+[teacher]
+kind = "ramp"
+V = [1.0, 0.5]
+rank = 2
+[student]
+d = 4
+m = 4
+[init]
+scale = 0.1
+seeds = [0]
+[train]
+method = "gd"
+lr = 0.5
+max_updates = 20
+[diagnostics]
+certify = false
+"""
+
+
+def test_external_teacher_kind_from_a_configuration(tmp_path):
+    """A teacher kind of another package (entry point popdyn.teachers) is named in a
+    configuration and swept by worker processes that did not import it themselves."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _install(site, EXT)
+    (tmp_path / "ramp.toml").write_text(RAMP_CFG)
+    r = _popdyn(["sweep", "ramp.toml", "--store", "st", "--workers", "2", "--quiet"], site,
+                tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "1 runs in st: 1 computed" in r.stdout and "horizon" in r.stdout
+    # its exact moments against Monte Carlo, in a process that has the plugin installed
+    code = ("import numpy as np, popdyn.config as C\n"
+            "T = C.teacher_from_table({'kind': 'ramp', 'V': [1.0, 0.5], 'rank': 2}, 4)\n"
+            "X = np.random.default_rng(0).standard_normal((400000, 4)); y = T(X)\n"
+            "print((y.mean() - T.mean) / (y.std() / 400000 ** 0.5), T.describe()['kind'])\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    z, kind = r.stdout.split()
+    assert kind == "ramp" and abs(float(z)) < 5
+
+
+def test_unknown_teacher_kind_names_the_choices():
+    with pytest.raises(C.ConfigError, match=r"kind must be one of \['additive', 'network', "
+                                            r"'gated'\].*Did you mean 'gated'"):
+        C.expand(C.loads(RAMP_CFG.replace('kind = "ramp"', 'kind = "gatd"')
+                         .replace("V = [1.0, 0.5]\n", "")))

@@ -33,14 +33,56 @@ from ..activations import Activation
 
 #: the teacher kinds by constructor name, filled by the kind modules (:func:`register_kind`)
 _KINDS: dict = {}
+#: the built-in kinds (the others come from :func:`register_kind` calls of other code)
+BUILTIN_KINDS = ("additive", "network", "gated", "multi_index")
+#: the entry-point group through which other packages provide teacher kinds
+ENTRY_POINT_GROUP = "popdyn.teachers"
+_loaded = False
 
 
 def register_kind(name: str):
-    """Class decorator: the kind built by ``Teacher.<name>(...)`` (its classmethod ``build``)."""
+    """Class decorator registering a teacher kind (a subclass of :class:`Teacher`).
+
+    The built-in kinds are built by ``Teacher.<name>(...)`` (their classmethod ``build``).  A
+    kind of another package is registered the same way; to be usable from a configuration
+    file (``[teacher] kind = "<name>"``) it defines the classmethod ``from_config(table, d)``
+    returning the teacher for the table's remaining keys and the input dimension ``d``, and to
+    be found by every worker process of a sweep it is declared in the entry-point group
+    ``popdyn.teachers`` (``<name> = "package.module"``; the module is imported on first use).
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"`name` must be an identifier-like string, got {name!r}")
+
     def deco(cls):
+        if name in BUILTIN_KINDS and name in _KINDS and _KINDS[name] is not cls:
+            raise ValueError(f"teacher kind {name!r} is built in; choose another name")
         _KINDS[name] = cls
         return cls
     return deco
+
+
+def kind_class(name: str):
+    """The class of the teacher kind ``name``, loading the ``popdyn.teachers`` entry points of
+    installed packages on the first unknown name; None when no such kind exists."""
+    global _loaded
+    if name not in _KINDS and not _loaded:
+        _loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                ep.load()                  # the module registers its kinds
+            except Exception as exc:       # a broken plugin names itself, it does not crash
+                import warnings
+                warnings.warn(f"teacher-kind entry point {ep.name} = {ep.value} failed to "
+                              f"load: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+    return _KINDS.get(name)
+
+
+def kinds() -> list:
+    """The names of the registered teacher kinds (built-in first, entry points loaded)."""
+    kind_class("")
+    return list(BUILTIN_KINDS) + sorted(k for k in _KINDS if k not in BUILTIN_KINDS)
 
 
 def input_rows(U, *, orthonormal: bool) -> np.ndarray:

@@ -1,1 +1,2 @@
-"""A user package with its own link and its own popdyn check (see ``checks``)."""
+"""A user package with its own link, its own teacher kind (``teachers``) and its own popdyn
+check (``checks``)."""
