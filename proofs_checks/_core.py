@@ -136,15 +136,8 @@ class Verdict:
 
 
 def _json_default(o):
-    try:
-        import numpy as np
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    return str(o)
+    p = _plain(o)
+    return p if p is not o else str(o)
 
 
 def _plain(v):
