@@ -42,8 +42,8 @@ for every direction θ (``boundary_min``; sampled on a grid: numerical); min_θ 
 
 References
 ----------
-Seed 004, title paper ("Removing spurious minima for planar features by skip connections");
-DESIGN §7 (the gauge orbit (a, w) → (λa, w/λ) of positively homogeneous units).
+"Removing spurious minima for planar features by skip connections";
+docs/design.md §7 (the gauge orbit (a, w) → (λa, w/λ) of positively homogeneous units).
 """
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def _sphere(d, n, seed=0):
 @dataclass(frozen=True)
 class Classification:
     """The kind of a (near-)critical point and the numbers it rests on: ``loss`` is
-    L = ½E[(f − y)²], ``loss_normalized`` the normalized loss MSE/V_Y = 2L/V_Y (DESIGN §2),
+    L = ½E[(f − y)²], ``loss_normalized`` the normalized loss MSE/V_Y = 2L/V_Y (docs/design.md §2),
     ``eigenvalues`` those of the reduced Hessian (ascending), ``eig_tol`` the zero band."""
 
     kind: str
@@ -258,7 +258,7 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     tol = eig_rtol * max(1.0, float(np.max(np.abs(lam))))
     gn = float(np.linalg.norm(g))
     vy = float(teacher.variance)
-    Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (DESIGN §2)
+    Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (docs/design.md §2)
     Gmin = None
     if pruned:
         if isinstance(r, tuple):
