@@ -9,7 +9,7 @@ a σ(w·x) = ε σ(u·x) with ε = sign(a) and u = |a| w, so the loss is invaria
 i.e. the student f = s Σ_i ε_i σ(u_i·x) + v·x + c; the reduced loss is the full loss at
 a = ε, W = U, and its gradient / Hessian are the (W, v, c) blocks of :func:`loss_grad_hessian`
 there.  ("Mass and direction" coordinates (|u_i|, u_i/|u_i|) are a further change of variables
-of the same space.)  The certify helper (``certify.critical_point``) uses the same reduction.
+of the same space.)  :func:`certify.critical_point` uses the same reduction.
 Reduced vector order: U (m·d row-major), v (d; skip students), c (intercept students).
 
 Students with biases: a σ(w·x + b) = ε σ(u·x + β) with (u, β) = |a|(w, b), so the orbit is
