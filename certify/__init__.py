@@ -1,6 +1,6 @@
 """certify: sound brackets [lo, hi] with provenance for the numbers a theorem check relies on.
 
-Public API (DESIGN §6; issue 2):
+Public API (docs/design.md §6):
 
 * :class:`Bracket`, :class:`BracketArray` -- intervals with ``provenance`` ("rigorous" or
   "numerical") and ``status`` ("resolved" / "unresolved");
@@ -12,7 +12,7 @@ Public API (DESIGN §6; issue 2):
 * :func:`timescale`, :func:`scaling_exponent` -- crossing-time and exponent brackets
   (numerical: step refinement);
 * :func:`critical_point` -- a certified critical point (strict local minimum / saddle) of the
-  bias-free relu population loss in reduced coordinates (Krawczyk in Arb; issue 21);
+  bias-free relu population loss in reduced coordinates (Krawczyk in Arb);
 * :class:`CertificationError`, :class:`Undecided`.
 
 Backend: python-flint (Arb ball arithmetic); every function takes a keyword-only ``prec``

@@ -1,6 +1,6 @@
 """Ball-arithmetic backend (python-flint / Arb) for the certified layer.
 
-Choice of backend (DESIGN §6): python-flint's ``arb`` (a ball [m ± r] whose arithmetic and
+Choice of backend (docs/design.md §6): python-flint's ``arb`` (a ball [m ± r] whose arithmetic and
 elementary / special functions -- exp, erfc, atan, sqrt -- carry rigorous error bounds) and
 ``arb_mat`` (matrix products with rigorous bounds).  mpmath is used only for the independent
 references in the tests (``mpmath.iv`` cannot evaluate erf and is ~1000x slower on matrices).

@@ -1,4 +1,4 @@
-r"""Float64 Mehler sums with rigorous error bounds ("compute in float64, verify", DESIGN §6).
+r"""Float64 Mehler sums with rigorous error bounds ("compute in float64, verify", docs/design.md §6).
 
 For most pairs of PL units the correlation is moderate, and the Mehler series
 
@@ -37,7 +37,7 @@ References
 N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM (2002), §3.1, §5.1;
 T. Ogita, S. M. Rump, S. Oishi, "Accurate sum and dot product", SIAM J. Sci. Comput. 26 (2005)
 1955–1988 (Algorithm 5.3, Proposition 5.5);
-DESIGN.md §6 ("Per pair in numba: the float Mehler sum plus |ρ|^(K+1)√(T_iT_j) + a rounding
+docs/design.md §6 ("Per pair in numba: the float Mehler sum plus |ρ|^(K+1)√(T_iT_j) + a rounding
 term").
 """
 import math

@@ -1,4 +1,4 @@
-r"""Certified AGOP alignment (DESIGN §5, §6; seed paper 003).
+r"""Certified AGOP alignment (docs/design.md §5, §6; Kumar, arXiv 2609.39408).
 
 The AGOP M = s² Wᵀ(aaᵀ ∘ B)W is enclosed entrywise from the ball matrix B = E[σ′_iσ′_j]
 (:mod:`certify.moments`; for relu B_ij = Φ₂(h_i, h_j; ρ_ij) up to the canonical signs).  Then
@@ -35,7 +35,7 @@ References
 ----------
 C. Davis, W. M. Kahan, "The rotation of eigenvectors by a perturbation. III", SIAM J. Numer.
 Anal. 7 (1970) 1–46 (sin Θ theorem); A. M. Ostrowski, "A quantitative formulation of
-Sylvester's law of inertia", PNAS 45 (1959); DESIGN.md §5–§6.
+Sylvester's law of inertia", PNAS 45 (1959); docs/design.md §5–§6.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ __all__ = ["AlignmentBracket", "alignment", "alignment_from_matrix", "agop_enclo
 
 @dataclass(frozen=True)
 class AlignmentBracket:
-    """Brackets of the AGOP alignment scores (DESIGN §5).
+    """Brackets of the AGOP alignment scores (docs/design.md §5).
 
     Attributes
     ----------
@@ -300,7 +300,7 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
 
     References
     ----------
-    Seed paper 003 (AGOP alignment); DESIGN.md §5, §6 (recipe).
+    Kumar (arXiv 2609.39408) (AGOP alignment); docs/design.md §5, §6 (recipe).
     """
     prec = A.check_prec(prec)
     fam = family_of(student)

@@ -1,4 +1,4 @@
-r"""Certified critical points of the bias-free ReLU population loss (issue 21).
+r"""Certified critical points of the bias-free ReLU population loss.
 
 Problem
 -------
@@ -81,7 +81,8 @@ Y. Cho, L. K. Saul, "Kernel methods for deep learning", NIPS 2009; Y. Tian, "An 
 formula of population gradient for two-layered ReLU network", ICML 2017; A. Brutzkus,
 A. Globerson, ICML 2017; I. Safran, O. Shamir, "Spurious local minima are common in two-layer
 ReLU neural networks", ICML 2018; R. Krawczyk, Computing 4 (1969); A. Neumaier, "Interval
-methods for systems of equations" (1990); seed 004 (skip connections, planar features); issue 21.
+methods for systems of equations" (1990); "Removing spurious minima for planar features by
+skip connections" (planar-feature teachers, the learned linear skip).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-r"""Certified moments against gated teachers y = κ·F(s)·t, s = u₁·x, t = u₂·x (issue 19).
+r"""Certified moments against gated teachers y = κ·F(s)·t, s = u₁·x, t = u₂·x.
 
 The gates of :mod:`popdyn.teachers.gated`: F ∈ {id, relu, gelu, tanh} and the bilinear rotation
 control y = κ(s² − t²)/2.  The student units are relu / leaky_relu (:mod:`certify.moments`) or
@@ -19,7 +19,7 @@ of σ′ (student unit at α = |w|, β = b) and F (gate unit at α = √a, β = 
 ρ = w·u₁/(|w|√a):
 
 * Mehler's formula Σ_{n≤N} d_n f_n ρⁿ with the Cauchy–Schwarz tail (T_d(N)T_f(N))^{1/2}|ρ|^{N+1}
-  (valid for every |ρ| ≤ 1; DESIGN §6): d_n, T_d the normalized coefficients of σ′ and their
+  (valid for every |ρ| ≤ 1; docs/design.md §6): d_n, T_d the normalized coefficients of σ′ and their
   tail energy (PL units: d_n = pφ(h)ĥ_{n−1}(−h)/√n, E[σ′²] closed; smooth units:
   :meth:`certify.smooth.SmoothUnit.series`), f_n, T_f those of the gate (id: f₁ = √a, exact;
   gelu: closed-form power series and energy; tanh: the trapezoidal rule with the
@@ -45,7 +45,7 @@ every kind) use them; the AGOP alignment does not depend on the teacher beyond i
 
 References
 ----------
-C. Stein (1981), Ann. Statist. 9, 1135–1151 (Gaussian integration by parts); DESIGN.md §3
+C. Stein (1981), Ann. Statist. 9, 1135–1151 (Gaussian integration by parts); docs/design.md §3
 ("multi-index (gated)"), §6; :mod:`popdyn.teachers.gated` (the float64 engine's formulas).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-r"""Certified population gradient-descent iterates (issue 20).
+r"""Certified population gradient-descent iterates.
 
 Fixed-step population GD is the map F(x) = x − η ∇L(x) on the parameters x = (a, W) of a
 bias-free ReLU student f(x) = Σ_j a_j relu(w_j·x) (standard scaling, no intercept) against a
@@ -34,7 +34,7 @@ References
 Y. Cho, L. K. Saul, "Kernel methods for deep learning", NIPS 2009 (arc-cosine kernel);
 R. E. Moore, "Interval Analysis" (1966) and A. Neumaier, "Interval methods for systems of
 equations" (1990), §2 (mean-value form); F. Johansson, Arb (IEEE Trans. Comput. 66, 2017).
-DESIGN §5 (plateau rule), §6; issue 20.
+docs/design.md §5 (plateau rule), §6.
 """
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ class LossBracket:
     mse : Bracket
         E[(f − y)²].
     normalized : Bracket
-        MSE / V_Y (DESIGN §2: ≈ 1 at a small initialization with a fitted intercept).
+        MSE / V_Y (docs/design.md §2: ≈ 1 at a small initialization with a fitted intercept).
     variance, mean_y : Bracket
         V_Y = Var(y) and E[y].
     grad : dict or None
@@ -147,7 +147,7 @@ def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> Lo
 
     References
     ----------
-    DESIGN.md §3 (moments), §6 (brackets); :mod:`popdyn.objective` (formulas).
+    docs/design.md §3 (moments), §6 (brackets); :mod:`popdyn.objective` (formulas).
     """
     prec = A.check_prec(prec)
     if not isinstance(grad, bool):
@@ -181,8 +181,8 @@ def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = Fals
                 "popdyn.population_grad")
         if not gated.covers(student, teacher):
             return _numerical_loss(student, params, teacher, prec)
-        CM = gated.gated_moments(student, params, teacher, prec=prec)      # rigorous (issue 19)
-    elif not grad and pl_smooth.covers(student, teacher):                # rigorous (issue 19)
+        CM = gated.gated_moments(student, params, teacher, prec=prec)      # rigorous
+    elif not grad and pl_smooth.covers(student, teacher):                # rigorous
         CM = pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
     else:
         CM = None

@@ -1,4 +1,4 @@
-r"""Certified population moments in ball arithmetic (DESIGN §3, §6).
+r"""Certified population moments in ball arithmetic (docs/design.md §3, §6).
 
 Everything the loss, the AGOP and the refit need reduces to pair moments of *ridge units*
 φ(α θ·x + β), x ~ N(0, I_d) (see :mod:`popdyn._moments`).  This module encloses them in Arb.
@@ -34,8 +34,8 @@ Units
     ``numerical``; α ≠ 1 is covered by the estimate |α − 1|·4(E[H'²] + 1)^{1/2}.
 
   A PL unit against a Hermite unit uses Mehler's formula with the PL unit's coefficients
-  ĉ_0 = E[σ], ĉ_1 = αE[σ'], ĉ_n = p α φ(h) ĥ_{n−2}(−h)/√(n(n−1)) (n ≥ 2, h = β/α; DESIGN §3)
-  and the rigorous tail (DESIGN §6)
+  ĉ_0 = E[σ], ĉ_1 = αE[σ'], ĉ_n = p α φ(h) ĥ_{n−2}(−h)/√(n(n−1)) (n ≥ 2, h = β/α; docs/design.md §3)
+  and the rigorous tail (docs/design.md §6)
 
       |Σ_{n>K} ĉ_n Ĥ_n ρⁿ| ≤ (T_c(K))^{1/2} τ(K) |ρ|^{K+1},   T_c(K) = E[σ²] − Σ_{n≤K} ĉ_n²,
 
@@ -68,7 +68,7 @@ where it is representable), with the working precision raised accordingly.
 
 References
 ----------
-DESIGN.md §3, §6; :mod:`popdyn._kernels.plmoments` (the closed forms, Rosenbaum 1961);
+docs/design.md §3, §6; :mod:`popdyn._kernels.plmoments` (the closed forms, Rosenbaum 1961);
 D. B. Owen, Ann. Math. Statist. 27 (1956) 1075–1090.
 """
 from __future__ import annotations

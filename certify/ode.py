@@ -1,4 +1,4 @@
-r"""Validated integration of small autonomous ODE systems x' = f(x) in Arb (issue 20).
+r"""Validated integration of small autonomous ODE systems x' = f(x) in Arb.
 
 Every step [t_k, t_k + h] of :func:`integrate` produces a *rigorous* enclosure of the exact flow
 of the exact vector field from every initial value of the initial set (ball arithmetic on the
@@ -42,7 +42,7 @@ References
 R. J. Lohner, "Enclosing the solutions of ordinary initial and boundary value problems" (1987);
 N. S. Nedialkov, K. R. Jackson, G. F. Corliss, "Validated solutions of initial value problems
 for ordinary differential equations", Appl. Math. Comput. 105 (1999) 21–68; F. Johansson, Arb
-(IEEE Trans. Comput. 66, 2017).  DESIGN §6 ("Timescales"), §7; issue 20.
+(IEEE Trans. Comput. 66, 2017).  docs/design.md §6 ("Timescales"), §7.
 """
 from __future__ import annotations
 

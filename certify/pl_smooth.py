@@ -1,4 +1,4 @@
-r"""Certified moments of piecewise-linear students against smooth teacher networks (issue 19).
+r"""Certified moments of piecewise-linear students against smooth teacher networks.
 
 A relu / leaky_relu student f(x) = s Σ_j a_j σ(w_j·x + b_j) + c against a teacher network
 y = Σ_t v_t τ(u_t·x + c_t) with τ ∈ {tanh, silu, gelu, erf} (biases allowed) needs, besides the
@@ -12,7 +12,7 @@ teachers (:mod:`certify.smooth`), with the roles exchanged:
 
 * Ct by Mehler's formula, E[σ(α_jZ + β_j) τ(α_tZ′ + c_t)] = Σ_n ĉ_n τ̂_n ρⁿ (corr(Z, Z′) = ρ,
   normalized Hermite coefficients), truncated at the teacher unit's order N and closed by the
-  Cauchy–Schwarz tail (T_σ(N) T_τ(N))^{1/2} |ρ|^{N+1} (DESIGN §6), valid for every |ρ| ≤ 1
+  Cauchy–Schwarz tail (T_σ(N) T_τ(N))^{1/2} |ρ|^{N+1} (docs/design.md §6), valid for every |ρ| ≤ 1
   (duplicated and antiparallel directions included).  ĉ_n are the PL unit's closed-form
   coefficients with T_σ(N) = E[σ²] − Σ_{n≤N} ĉ_n² (E[σ²] in closed form,
   :class:`certify.moments._PL`); τ̂_n and T_τ(N) come from :class:`certify.smooth.SmoothUnit`
@@ -37,7 +37,7 @@ Every rounding is a ball operation and every truncation is bounded, so the momen
 
 References
 ----------
-DESIGN.md §3 (Mehler, PL coefficients), §6 (tail bound); :mod:`certify.smooth` (smooth units).
+docs/design.md §3 (Mehler, PL coefficients), §6 (tail bound); :mod:`certify.smooth` (smooth units).
 """
 from __future__ import annotations
 

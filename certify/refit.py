@@ -1,4 +1,4 @@
-r"""Certified frozen-feature refit risk (DESIGN §5, §6; seed paper 003).
+r"""Certified frozen-feature refit risk (docs/design.md §5, §6; Kumar, arXiv 2609.39408).
 
 With the first layer frozen and the intercept eliminated exactly, the refit risk of a head a′
 on the MSE scale is the quadratic (see :mod:`popdyn.diagnostics.refit`)
@@ -12,7 +12,7 @@ with G, g, V enclosed in Arb from the certified moments.  For every kind the res
   own solver (refined by two steps of residual correction for the unrestricted kind), enclosed
   in Arb; for norm-constrained kinds ‖ã‖² ≤ B² is checked in Arb (the head is shrunk by factors
   1 − 2⁻⁵², 1 − 2⁻⁵¹, … until it is certainly feasible).
-* **lower** (Lagrangian duality, DESIGN §6):
+* **lower** (Lagrangian duality, docs/design.md §6):
 
   - ball ‖a‖ ≤ B (``same_budget`` with B = ‖a‖ of the current head, ``bounded``, ``projected``
     with a budget): for μ > 0 and any ã, with H = G + μI, r = Hã − g and
@@ -155,7 +155,7 @@ class _NumericalMoments:
 
 
 def _multi_index_problem(student, params, teacher, prec):
-    """The refit quadratic against a gated / multi-index teacher (issue 19): G from the
+    """The refit quadratic against a gated / multi-index teacher: G from the
     certified student moments C, μ0 (Arb, rigorous), g from the float64 engine's cross moments
     E[σ_j y] (:mod:`popdyn.teachers.multi_index`) as balls of radius 2·(its estimated series error) +
     1e−13·|value| + 1e−16·max|E[σ y]|, V = V_Y ± 1e−13·E[y²]: a ``numerical`` bracket (the
@@ -306,7 +306,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
 
     References
     ----------
-    Seed paper 003 (refit MSE); DESIGN.md §5, §6 (Lagrangian dual lower bound).
+    Kumar (arXiv 2609.39408) (refit MSE); docs/design.md §5, §6 (Lagrangian dual lower bound).
     """
     prec = A.check_prec(prec)
     kind = check_kind(kind)

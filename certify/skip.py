@@ -65,7 +65,7 @@ against smooth teacher networks.
 References
 ----------
 :mod:`popdyn.skip` (SK-1..SK-4); C. Stein (1981), Ann. Statist. 9, 1135–1151 (Stein's lemma);
-DESIGN §3 (moments), §5 (refit), §6 (brackets); issue 18.
+docs/design.md §3 (moments), §5 (refit), §6 (brackets).
 """
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def skip_loss(student, params, teacher, *, prec: int = 128, grad: bool = False):
 
     References
     ----------
-    :mod:`popdyn.skip` (SK-1, SK-2); DESIGN §3 (Stein's lemma), §6 (brackets); issue 18.
+    :mod:`popdyn.skip` (SK-1, SK-2); docs/design.md §3 (Stein's lemma), §6 (brackets).
     """
     _check_inputs(student, params, teacher)
     plain = _plain(student)
@@ -475,8 +475,8 @@ def skip_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
 
     References
     ----------
-    :mod:`popdyn.skip` (AGOP: ∇f = v + Σ a_j σ′_j w_j); seed paper 003 (AGOP alignment);
-    DESIGN §5, §6; issue 19.
+    :mod:`popdyn.skip` (AGOP: ∇f = v + Σ a_j σ′_j w_j); Kumar (arXiv 2609.39408)
+    (AGOP alignment); docs/design.md §5, §6.
     """
     prec = A.check_prec(prec)
     student.family.check(params)

@@ -1,4 +1,4 @@
-r"""Certified moments of smooth student units -- erf, gelu, tanh, silu -- in Arb (issue 19).
+r"""Certified moments of smooth student units -- erf, gelu, tanh, silu -- in Arb.
 
 A smooth unit is σ(T), T = α θ·x + β (α = |w| ≥ 0).  The loss, the AGOP and the refit need
 μ0 = E[σ(T)], C_ij = E[σ(T_i)σ(T_j)], B_ij = E[σ'(T_i)σ'(T_j)] and the cross moments with the
@@ -57,7 +57,7 @@ References
 ----------
 R. Price, "A useful theorem for nonlinear devices having Gaussian inputs", IRE Trans. Inf.
 Theory 4 (1958) 69–72; L. N. Trefethen, J. A. C. Weideman, SIAM Review 56 (2014) 385–458;
-DESIGN §3, §6; F. Johansson, "Numerical integration in arbitrary-precision ball arithmetic",
+docs/design.md §3, §6; F. Johansson, "Numerical integration in arbitrary-precision ball arithmetic",
 ICMS 2018 (``acb.integral``).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-r"""Certified brackets for SwiGLU students: the loss and the AGOP alignment (issue 4; DESIGN §6).
+r"""Certified brackets for SwiGLU students: the loss and the AGOP alignment (docs/design.md §6).
 
 A SwiGLU student f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c reduces, like the float64 engine
 (:mod:`popdyn.swiglu`, formulas SG-1, SG-2 -- the same formulas are evaluated here in Arb), to
@@ -55,7 +55,8 @@ default precision (the float Mehler path); prec > 128 sums every pair in Arb.
 References
 ----------
 L. N. Trefethen, J. A. C. Weideman, "The exponentially convergent trapezoidal rule",
-SIAM Review 56 (2014) 385–458, Theorem 5.1; seed paper 003 (SwiGLU students); DESIGN §3, §6.
+SIAM Review 56 (2014) 385–458, Theorem 5.1; Kumar (arXiv 2609.39408) (SwiGLU students);
+docs/design.md §3, §6.
 """
 from __future__ import annotations
 
@@ -691,7 +692,7 @@ class _NumericalCM:
 
 def _numerical_refit_problem(student, params, teacher, prec):
     """The SwiGLU refit quadratic against a teacher outside the polynomial class (gated,
-    multi-index, non-polynomial links, networks; issue 19): G = Φ − φ̄φ̄ᵀ enclosed in Arb
+    multi-index, non-polynomial links, networks): G = Φ − φ̄φ̄ᵀ enclosed in Arb
     (rigorous: student moments only), g = E[yφ] − φ̄E[y] from the float64 engine
     (:func:`popdyn.swiglu.moments` at rtol = 1e−12) as balls of radius
     2·(8(N + 2)u + seq_tol)·(Φ_jj E[y²])^{1/2} + 1e−13·|E[yφ_j]| (the engine's truncation and

@@ -1,4 +1,4 @@
-r"""Certified loss and refit of SwiGLU students against gated teachers (issue 19).
+r"""Certified loss and refit of SwiGLU students against gated teachers.
 
 Student φ_j(x) = σ(g_j·x)(v_j·x), σ = SiLU, f = Σ_j a_j φ_j + c (:mod:`popdyn.swiglu`);
 teacher y = κ F(s) t, s = u₁·x, t = u₂·x, F ∈ {id, relu, gelu, tanh} or the rotation control
@@ -39,8 +39,9 @@ u₁ = 0 gives y = 0 (F(0) = 0 for every gate).
 References
 ----------
 C. Stein (1981), Ann. Statist. 9, 1135–1151; L. N. Trefethen, J. A. C. Weideman, SIAM Review
-56 (2014) 385–458 (trapezoid bound); seed paper 003 (SwiGLU students, gated teachers);
-DESIGN §3, §6; :mod:`certify.swiglu`, :mod:`certify.gated`.
+56 (2014) 385–458 (trapezoid bound); Kumar (arXiv 2609.39408)
+(SwiGLU students, gated teachers);
+docs/design.md §3, §6; :mod:`certify.swiglu`, :mod:`certify.gated`.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 r"""Timescale brackets (plateau end, release, specialization time) and scaling exponents.
 
-These brackets are **numerical** (DESIGN §6): they rest on step refinement, not on a validated
+These brackets are **numerical** (docs/design.md §6): they rest on step refinement, not on a validated
 integration.  Rigorous crossing times of a flow given as an Arb vector field come from
-:func:`certify.ode.crossing_times` (validated Taylor integration, issue 20).
+:func:`certify.ode.crossing_times` (validated Taylor integration).
 
 Crossing time of one run
 ------------------------

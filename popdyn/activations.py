@@ -1,10 +1,10 @@
 """Student activations and their moment families.
 
 Every activation is either *piecewise linear* (PL) -- σ(t) = p·relu(t) + q·t, whose pair moments
-have closed forms through the bivariate normal CDF (DESIGN §3) -- or *smooth*, handled by Hermite
+have closed forms through the bivariate normal CDF (docs/design.md §3) -- or *smooth*, handled by Hermite
 series with an adaptive truncation order and a tail estimate.
 
-Names mean exactly (DESIGN §2): ``relu`` max(t, 0); ``leaky_relu`` max(t, s·t) with
+Names mean exactly (docs/design.md §2): ``relu`` max(t, 0); ``leaky_relu`` max(t, s·t) with
 ``negative_slope`` s (so (p, q) = (1 − s, s)); ``silu`` t·sigmoid(t); ``gelu`` the exact t·Φ(t);
 ``tanh``; ``erf`` erf(t) (not erf(t/√2)).
 """

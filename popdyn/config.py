@@ -74,8 +74,8 @@ recorded as ``refit_<kind>_error`` with certify's message, never as a point valu
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): declared seeds per teacher, cohorts of
-teachers × seeds; DESIGN §4 (stopping rules, schedules).
+Kumar (arXiv 2609.39408), App. A and Table 1: declared seeds per teacher, cohorts of teachers ×
+seeds; docs/design.md §4 (stopping rules, schedules).
 """
 from __future__ import annotations
 
@@ -332,7 +332,7 @@ def build_teacher(cfg: dict, d: int) -> Teacher:
 
 def teacher_from_table(table: dict, d: int) -> Teacher:
     """Build a teacher from its table; ``normalize = true`` rescales it to unit variance,
-    ``normalize = "second_moment"`` to E[y²] = 1 (explicit, never silent: DESIGN §2)."""
+    ``normalize = "second_moment"`` to E[y²] = 1 (explicit, never silent: docs/design.md §2)."""
     t = dict(table)
     norm = t.pop("normalize", False)
     if not (isinstance(norm, bool) or norm == "second_moment"):

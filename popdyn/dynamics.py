@@ -1,4 +1,4 @@
-"""Integrators for population gradient dynamics (DESIGN §4).
+"""Integrators for population gradient dynamics (docs/design.md §4).
 
 Both integrators follow the preconditioned flow
 
@@ -530,7 +530,7 @@ class _Fused:
 
     def moments(self) -> Moments:
         """The value moments (C, B, μ0, Ct) of the state last evaluated or accepted, as the step
-        computed them: the same bits as ``moments(..., need="values")`` (issue 18), which the
+        computed them: the same bits as ``moments(..., need="values")``, which the
         diagnostics at a snapshot reuse instead of recomputing."""
         C, B, mu0, Ct = self.values
         return Moments(C=C, mu0=mu0, Ct=Ct, B=B, need="values")

@@ -1,4 +1,4 @@
-r"""Finite-sample training of the population engine's students (DESIGN §4 "Finite-sample mode").
+r"""Finite-sample training of the population engine's students (docs/design.md §4 "Finite-sample mode").
 
 The same :class:`popdyn.Student` is trained on n samples x_i ~ N(0, I_d), y_i = teacher(x_i)
 (+ optional Gaussian label noise), minimizing the empirical loss
@@ -27,8 +27,9 @@ exact population loss (``"population_loss"``) and L_n (``"empirical_loss"``).
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt): "population and
-finite-sample training", small-step full-batch gradient descent; DESIGN §4.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units"):
+"population and finite-sample training", small-step full-batch gradient descent; docs/design.md §4.
 """
 from __future__ import annotations
 

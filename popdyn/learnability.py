@@ -1,13 +1,12 @@
-"""Teacher learnability: success rates of reaching the global minimum (seed 004, second abstract).
+"""Teacher learnability: success rates of reaching the global minimum.
 
-The seed's second abstract (``../shared/seeds/004_2804e000aa6796fb.txt``) formalizes
-*learnability* as "the success rate of converging to the global minimum, as a function of
-overparameterization, learning algorithm, student initialization distribution, and teacher
-geometry"; it contrasts an *easy* teacher distribution "that maximizes node dissimilarity" with a
-*hard* one "that minimizes it", sorts the suboptimal end states into "out-of-bounds (OOB) minima at
-the edge of the data distribution and interior minima within", and reports that "differentially
-increasing the learning rate of the readout layer and decreasing the learning rate of the inner
-biases increases success rates".
+The teacher-learnability paper (see References) formalizes *learnability* as "the success rate
+of converging to the global minimum, as a function of overparameterization, learning algorithm,
+student initialization distribution, and teacher geometry"; it contrasts an *easy* teacher
+distribution "that maximizes node dissimilarity" with a *hard* one "that minimizes it", sorts the
+suboptimal end states into "out-of-bounds (OOB) minima at the edge of the data distribution and
+interior minima within", and reports that "differentially increasing the learning rate of the
+readout layer and decreasing the learning rate of the inner biases increases success rates".
 
 This module makes those notions concrete on the exact population loss (x ~ N(0, I_d), infinite
 data): everything it uses is *declared* in ``data/configs/learnability.toml`` before a census runs
@@ -26,7 +25,9 @@ data): everything it uses is *declared* in ``data/configs/learnability.toml`` be
 
 References
 ----------
-Seed 004, second abstract (teacher learnability; sentences 3-5 and 8 are quoted where used).
+The teacher-learnability paper (abstract: "Teacher-student systems, in which a teacher neural
+network generates training labels so that a student neural network can learn to implement the
+same function, are widely used as an abstract setting to study learning"), quoted where used.
 C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits illustrated in the case
 of the binomial", Biometrika 26 (1934) 404-413 (the exact interval of :func:`clopper_pearson`).
 """
@@ -206,7 +207,8 @@ def kink_depths(params) -> np.ndarray:
 
 def classify(params, loss: float, variance: float, *, losses=None, times=None, success: float,
              z_oob: float, dead_w: float, tail: float, stall: float) -> dict:
-    """Classify the end state ``params`` of a run (seed 004, second abstract, sentence 5).
+    """Classify the end state ``params`` of a run (the teacher-learnability paper's
+    "out-of-bounds (OOB) minima at the edge of the data distribution and interior minima within").
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 r"""Teacher links: the scalar functions g in additive teachers y = Σ_k κ_k g(u_k·x).
 
 A link is applied to the *raw* projection z = u·x ~ N(0, 1) and is exactly the function named
-(DESIGN §2): nothing is normalized silently.
+(docs/design.md §2): nothing is normalized silently.
 
 Names (``LINK_NAMES``) and meanings
 -----------------------------------
@@ -110,7 +110,7 @@ is taken as 0 (and of abs as sign(0) = 0).
 
 References
 ----------
-DESIGN.md §2–§3 (docs/design.md); Kumar (arXiv 2609.39408), eq. (7) and App. A (the teacher
+docs/design.md §2–§3; Kumar (arXiv 2609.39408), eq. (7) and App. A (the teacher
 links g_v, g_μ, q_μ and the 13 scalar raw links of Table 1).
 """
 from __future__ import annotations

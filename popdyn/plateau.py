@@ -1,4 +1,5 @@
-"""Loss plateaus (DESIGN §5; central seed paper, Appendix: plateau rule and Figure 2 shading).
+"""Loss plateaus (docs/design.md §5; Kumar (arXiv 2609.39408), App. A: the plateau rule, and
+Figure 2: the shading).
 
 * δ-prefix: the largest n with |ℓ_k − ℓ_0| ≤ δ for all k ≤ n (ℓ the normalized loss; the paper
   uses δ = 1e−3 and 1e−4: Kumar (arXiv 2609.39408) U.6, the SwiGLU prefix);
@@ -278,7 +279,8 @@ def shared_plateau(plateaus, *, clock: str = "n"):
 
     References
     ----------
-    Seed paper 003, Figure 1 ("shading marks the loss-only plateau shared by all fifty seeds").
+    Kumar (arXiv 2609.39408), Figure 1 ("shading marks the loss-only plateau shared by all fifty
+    seeds").
     """
     V.choice("clock", clock, ("n", "t"))
     ps = list(plateaus)
@@ -295,12 +297,12 @@ def shared_plateau(plateaus, *, clock: str = "n"):
 
 
 STANDARD_RULES = (("delta", 1e-3), ("delta", 1e-4), ("ratio", 0.05), ("ratio", 0.01))
-"""The seed paper's prefixes: δ = 1e−3 and 1e−4 (Tables 3–4), the 5% ratio prefix and its 1%
-comparison boundary (Figure 2)."""
+"""The paper's prefixes (Kumar, arXiv 2609.39408): δ = 1e−3 and 1e−4 (Tables 3–4), the 5% ratio
+prefix and its 1% comparison boundary (Figure 2)."""
 
 
 def standard_plateaus(losses, *, n=None, t=None) -> dict:
-    """All the seed paper's prefixes of one normalized loss sequence, keyed
+    """All the paper's prefixes of one normalized loss sequence, keyed
     ``"delta=0.001"``, ``"delta=0.0001"``, ``"ratio=0.05"``, ``"ratio=0.01"``."""
     out = {}
     for rule, thr in STANDARD_RULES:

@@ -1,5 +1,5 @@
 r"""Check ``gauge_separation``: specialization times of opposite gauges separate as Θ(D²)
-(the gauge seed paper's claim) — in the regimes where the exact flow supports it (docs/design.md §7).
+(the feature-ownership paper's claim) — in the regimes where the exact flow supports it (docs/design.md §7).
 
 Setting (declared, not tuned): the exact bias-free single-neuron ReLU flow against the teacher
 relu(u·x), reduced to (c, φ) (:mod:`popdyn.gauge._reduced`); initial cosine 1/√d; specialization
@@ -19,7 +19,7 @@ and the ratio D at large imbalance (c0·D ≥ 10).  Controls (reported, not in t
 scaling factor at c0·λ² ≥ 10 (docs/design.md §7: drifts to Θ(λ⁴)) and the ratio at small initialization
 (c0·D ≤ 0.1; docs/design.md §7: Θ(D)).
 
-Method (issue 20): ``method="rigorous"`` (default; ``popdyn check gauge_separation --method
+Method: ``method="rigorous"`` (default; ``popdyn check gauge_separation --method
 rigorous|numerical``) brackets every T_fav, T_opp rigorously: by validated Taylor integration
 (:mod:`certify.ode`, :func:`popdyn.gauge.rigorous_specialization_times`), and for the stiff
 opposite gauges (Δ = a² − |w|² ≤ −4, where an explicit method would need ~|Δ|·T steps) by a
@@ -45,8 +45,9 @@ clocks reported).
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt): "a sharp Θ(D²) separation in
-specialization time"; docs/design.md §7 (table of regimes).
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units"):
+"a sharp Θ(D²) separation in specialization time"; docs/design.md §7 (table of regimes).
 """
 from __future__ import annotations
 

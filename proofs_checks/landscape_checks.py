@@ -1,9 +1,9 @@
-r"""Skip connections and spurious minima for planar features (seed 004, title paper; issue 21).
+r"""Skip connections and spurious minima for planar features (the skip-connection paper).
 
-The title paper of seed 004 ("Removing spurious minima for planar features by skip
-connections") studies bias-free relu students f(x) = Σ_i a_i relu(w_i·x) + v·x + c against
-teachers y = Σ_k v*_k relu(u_k·x) with positive output weights and planar features (all u_k in
-one 2-D plane).  Issue 21 reads its claims as:
+The skip-connection paper, "Removing spurious minima for planar features by skip connections",
+studies bias-free relu students f(x) = Σ_i a_i relu(w_i·x) + v·x + c against teachers
+y = Σ_k v*_k relu(u_k·x) with positive output weights and planar features (all u_k in one 2-D
+plane).  This module reads its claims as:
 
 * (b) ``skip_benign``: with the learned linear skip v·x there is no spurious local minimum with
   non-negative output weights once m ≥ k;
@@ -12,8 +12,8 @@ one 2-D plane).  Issue 21 reads its claims as:
 * (d) ``teacher_span``: student directions of positive mass lie in the teacher span (d > 2)
   (checked at local minima; saddles reported).
 
-((a), the spurious minimum of the plain relu student, is ``skip_spurious_minima`` of the certify
-helper; not repeated here.)
+((a), the spurious minimum of the plain relu student, is the check ``skip_spurious_minima``
+(:mod:`proofs_checks.skip_spurious`); not repeated here.)
 
 How they are checked.  A census over declared starts (data/configs/landscape/teachers.toml:
 teachers, and the start rule: ``Student.init(seed, scale)`` with a → |a|) and widths
@@ -22,7 +22,7 @@ exact Hessian, in the reduced coordinates u_i = |a_i| w_i with every sign +1, i.
 output weights; units whose mass dies are removed and the boundary condition of a zero-weight
 unit is tested), and, for (c) and (d), also Levenberg–Marquardt on ∇L = 0 (which reaches saddles).
 Every local-minimum candidate goes to ``certify.critical_point`` (Krawczyk / interval Newton in
-Arb, the certify helper's; :func:`certify_point`).  Where that function is unavailable, every
+Arb; :func:`certify_point`).  Where that function is unavailable, every
 minimum is reported "uncertified (certify.critical_point unavailable)" and the verdict is
 ``undecided``, never ``pass``.
 
@@ -56,8 +56,8 @@ from popdyn.landscape._critical import _polish, Reduced
 
 from ._core import make_verdict, register, summary_verdict, Verdict
 
-PAPER = ("seed 004, title paper: \"Removing spurious minima for planar features by skip "
-         "connections\" (claims as read by issue 21)")
+PAPER = ("\"Removing spurious minima for planar features by skip connections\" (its claims as "
+         "this check reads them)")
 UNAVAILABLE = "uncertified (certify.critical_point unavailable)"
 
 
@@ -229,7 +229,7 @@ def census_figure(results, path, controls=None):
         ax.set_ylim(0, 1.15 * max(bottom.max(), 1.0))
     axes[0][0].legend(fontsize=7)
     fig.suptitle("Census of critical points, bias-free relu + learned skip, a ≥ 0 "
-                 "(seed 004 title paper)", fontsize=9)
+                 "(skip-connection paper)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -240,7 +240,7 @@ def census_figure(results, path, controls=None):
 @register("skip_benign",
           description="with the learned linear skip, no spurious local minimum with non-negative "
                       "output weights once m ≥ k (census m = k…2k, minima certified by "
-                      "certify.critical_point; seed 004 title paper)",
+                      "certify.critical_point; the skip-connection paper)",
           quick=dict(teachers=("pair_acute",), d=2, seeds=(0, 1, 2), scale=1.0, prec=128,
                      figure=None),
           full=dict(teachers=("tri_skew", "tri_sym", "tri_narrow", "pair_acute"), d=2,
@@ -322,7 +322,7 @@ def _critical_points_both(name, d, seeds, scale):
 
 @register("direction_count",
           description="at critical points with positive output weights in 2-D (with the skip), "
-                      "the number of distinct student directions is ≤ 2k (seed 004 title paper)",
+                      "the number of distinct student directions is ≤ 2k (the skip-connection paper)",
           quick=dict(teachers=("pair_acute",), seeds=(0,), scale=1.0),
           full=dict(teachers=("tri_skew", "tri_sym", "tri_narrow", "pair_acute"),
                     seeds=tuple(range(30)), scale=1.0))
@@ -382,7 +382,7 @@ def span_status(cp, teacher, *, span_tol=1e-6, gtol=1e-9, loss_tol=1e-10):
 @register("teacher_span",
           description="at local minima (positive output weights, with the skip, d > 2), every "
                       "student direction of positive mass lies in the teacher span; saddles are "
-                      "reported as a control (seed 004 title paper)",
+                      "reported as a control (the skip-connection paper)",
           quick=dict(teachers=("pair_acute",), dims=(3,), seeds=(0,), scale=1.0,
                      span_tol=1e-6),
           full=dict(teachers=("tri_skew", "tri_narrow", "pair_acute"), dims=(3, 4, 6),

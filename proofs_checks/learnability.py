@@ -1,5 +1,5 @@
-"""Check ``learnability``: teacher geometry, end-state kinds and the rate intervention (seed 004,
-second abstract; issue 21).
+"""Check ``learnability``: teacher geometry, end-state kinds and the rate intervention
+(the teacher-learnability paper).
 
 The census of :mod:`popdyn.learnability` -- every setting declared in
 ``data/configs/learnability.toml`` before it runs -- trains students with biases by population
@@ -12,15 +12,15 @@ Claims (one part each; brackets are Clopper–Pearson intervals on pooled counts
 the Bonferroni combination of two intervals -- :func:`popdyn.learnability.rate_difference` -- at
 the declared level; numerical: they bound a sampling error, not a rounding error):
 
-* ``easy > hard [act]`` (sentence 4: the two distributions "induce markedly different success
+* ``easy > hard [act]`` (the two distributions "induce markedly different success
   rates ... for different activation functions"; easy is the one named easy): per activation, the
   baseline success rate of easy minus that of hard, pooled over widths and scales, is > 0;
-* ``hard → OOB`` (sentence 7: "minimally dissimilar teachers induce more OOB minima"): among the
+* ``hard → OOB`` ("minimally dissimilar teachers induce more OOB minima"): among the
   baseline non-global end states at widths m > k ("larger networks"), the fraction out_of_bounds
   for hard minus that for easy is > 0;
-* ``easy → interior`` (sentence 7: "maximally dissimilar teachers induce more interior minima"):
+* ``easy → interior`` ("maximally dissimilar teachers induce more interior minima"):
   the same with the fraction interior, easy minus hard;
-* ``intervention [act]`` (sentence 8: the intervention "increases success rates"): per
+* ``intervention [act]`` (the intervention "increases success rates"): per
   activation, the success rate with the intervention minus without, pooled over teachers, widths
   and scales, is > 0.
 
@@ -44,7 +44,9 @@ that of the runs computed in this call.
 
 References
 ----------
-Seed 004 (../shared/seeds/004_2804e000aa6796fb.txt), second abstract, sentences 3-8;
+The teacher-learnability paper (abstract: "Teacher-student systems, in which a teacher neural
+network generates training labels so that a student neural network can learn to implement the
+same function, are widely used as an abstract setting to study learning");
 popdyn.learnability; data/configs/learnability.toml.
 """
 from __future__ import annotations
@@ -139,7 +141,7 @@ def verdict_of(records, cfg, *, preset="?", wall=None, out=None) -> object:
     if wall is not None:
         notes.append(f"census: {len(records)} runs, wall {wall:.1f} s")
     return summary_verdict(
-        "learnability", "seed 004, second abstract: easy teachers are learned more often than hard "
+        "learnability", "teacher-learnability paper: easy teachers are learned more often than hard "
         "ones; hard teachers' failures are more often out-of-bounds and easy teachers' more often "
         "interior; readout rate up / inner-bias rate down raises the success rate", parts,
         notes=notes)
@@ -147,7 +149,7 @@ def verdict_of(records, cfg, *, preset="?", wall=None, out=None) -> object:
 
 @register("learnability",
           description="teacher learnability: easy vs hard teachers, OOB vs interior end states, "
-                      "the readout-up / bias-down rate intervention (seed 004)",
+                      "the readout-up / bias-down rate intervention (teacher-learnability paper)",
           quick=dict(census="quick", config="", workers=1, out="", seeds=0),
           full=dict(census="full", config="", workers=2, out="", seeds=0))
 def check(*, census: str, config: str, workers: int, out: str, seeds: int):

@@ -1,6 +1,6 @@
 r"""Check ``ownership``: the favorable gauge selects the owner among duplicate neurons, and —
 separately, in the regime where it holds — the others' functional contribution is pruned to zero
-(the gauge seed paper's "global selection and functional pruning"; docs/design.md §7).
+(the feature-ownership paper's "global selection and functional pruning"; docs/design.md §7).
 
 Setting (:func:`popdyn.gauge.ownership`): k bias-free ReLU neurons with the same direction
 (cos = 1/√d with the teacher u) and coefficient c0/k each — the same initial function for every
@@ -22,7 +22,9 @@ aligned share (c_own/c_j ≈ 0.9·D), i.e. to *fail* the pruning rule.
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); docs/design.md §7.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units");
+docs/design.md §7.
 """
 from __future__ import annotations
 

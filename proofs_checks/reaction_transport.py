@@ -20,7 +20,9 @@ arithmetic).
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); docs/design.md §7.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units");
+docs/design.md §7.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 r"""Check ``skip_spurious_minima``: a certified spurious strict local minimum of the plain
 bias-free relu student for a three-neuron planar teacher in d = 2, its embeddings at widths 4
-and 5, and what the finder finds with the learned linear skip (seed 004, title paper: "Removing
-spurious minima for planar features by skip connections"; cf. Safran & Shamir 2018; issue 21 (a)).
+and 5, and what the finder finds with the learned linear skip ("Removing spurious
+minima for planar features by skip connections"; cf. Safran & Shamir 2018).
 
 Declared before running
 -----------------------
@@ -37,8 +37,8 @@ critical points, certified minima by kind).
 
 References
 ----------
-Seed 004 (../shared/seeds/004_2804e000aa6796fb.txt, title); I. Safran, O. Shamir, ICML 2018;
-:mod:`certify.critical`; issue 21.
+"Removing spurious minima for planar features by skip connections"; I. Safran, O. Shamir,
+ICML 2018; :mod:`certify.critical`.
 """
 from __future__ import annotations
 

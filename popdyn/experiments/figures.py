@@ -1,7 +1,7 @@
 """Figures from stored runs (matplotlib, optional: the ``figures`` extra, ``pip install ".[figures]"``
 from the popdyn checkout, or ``pip install matplotlib``).
 
-One column per (setting, teacher) cohort, four rows (seed paper 003, Figures 1 and 2):
+One column per (setting, teacher) cohort, four rows (Kumar (arXiv 2609.39408), Figures 1 and 2):
 
 1. normalized loss MSE/V_Y (every update);
 2. AGOP alignment A_min (solid), A_mean (dashed, with the isotropic reference r/d dotted) and
@@ -11,7 +11,7 @@ One column per (setting, teacher) cohort, four rows (seed paper 003, Figures 1 a
    and averaged over the seeds (colour = mean importance share); for SwiGLU students (whose
    records hold the gate geometry instead) the effective gate angles from the weighted (solid)
    and median (dashed) squared-cosine scores and the weighted value angle (dotted), in degrees,
-   as means and bands over seeds like rows 2–3 (seed paper 003, Figures 4 and 18).
+   as means and bands over seeds like rows 2–3 (Kumar (arXiv 2609.39408), Figures 4 and 18).
 
 Horizontal axis: log(1 + n/100) with ticks labelled in updates n (early time expanded,
 initialization and the whole run visible; the same range in every column), or the flow time t

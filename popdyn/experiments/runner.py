@@ -25,7 +25,7 @@ across segments (the watch is rebuilt from the stored losses on resume), the sta
 endpoint E and at E + 1 snapshotted, and the rule's prefix stored as ``plateau_event``.
 
 After the last segment the run is summarized: the normalized loss, the δ-prefix plateau
-(``[diagnostics] delta``, default 1e−3) on both clocks and the seed paper's standard prefixes,
+(``[diagnostics] delta``, default 1e−3) on both clocks and the paper's standard prefixes,
 the checkpoints init / P (last diagnostic inside the prefix) / final, and — unless
 ``[diagnostics] certify = false`` — certified brackets (:mod:`certify`) of the AGOP alignment
 and of the ``certify_kinds`` refit risks at init and at P.
@@ -54,8 +54,8 @@ biased student (the configuration must set ``certify = false``).
 References
 ----------
 Kumar (arXiv 2609.39408) App. U.6–U.8 (the SwiGLU protocol, Tables 3–7).
-Seed paper 003: Tables 2–4 (plateau endpoint P, endpoint changes), Table 1 (brackets with
-unresolved spectra).
+Kumar (arXiv 2609.39408), Tables 2–4 (plateau endpoint P, endpoint changes), Table 1 (brackets
+with unresolved spectra).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tables from stored runs: one row per (setting, teacher) cohort, as Markdown, LaTeX or CSV.
 
-Columns (seed paper 003, Tables 1, 2 and 6):
+Columns (Kumar (arXiv 2609.39408), Tables 1, 2 and 6):
 
 * ``runs`` and the stopping status of each (converged / horizon / diverged);
 * ``E``: the plateau endpoint in updates (the δ-prefix of each run's normalized loss, default

@@ -1,4 +1,4 @@
-"""Gauge, reaction–transport decomposition and feature ownership (DESIGN §7).
+"""Gauge, reaction–transport decomposition and feature ownership (docs/design.md §7).
 
 For a positively homogeneous student (relu, leaky_relu) the scaling gauge
 (a, w, b) → (λa, w/λ, b/λ) preserves the function; this module computes
@@ -11,15 +11,16 @@ For a positively homogeneous student (relu, leaky_relu) the scaling gauge
 * :func:`specialization_times`, :func:`specialization_time` — bracketed specialization times on
   the update and flow clocks;
 * :func:`gauge_sweep`, :func:`regime_table` — opposite-gauge time ratios and local log-log slopes,
-  reproducing DESIGN §7's table; :func:`reduced_specialization_times` — the exact reduced (c, φ)
+  reproducing the table of docs/design.md §7; :func:`reduced_specialization_times` — the exact reduced (c, φ)
   single-neuron flow behind them;
 * :func:`ownership` — duplicate-neuron ownership experiments in population and finite-sample
   training.
 
 References
 ----------
-The gauge / feature-ownership seed paper (third abstract of ../shared/seeds/000_785eb18d2f81c56d.txt);
-DESIGN §7.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units");
+docs/design.md §7.
 """
 from ._bracket import NumericalBracket
 from ._decompose import (Decomposition, Drift, alignment, apply, conserved, conserved_drift,

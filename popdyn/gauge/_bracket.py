@@ -1,4 +1,4 @@
-"""A small numerical bracket type for timescales and exponents (DESIGN §6, "Timescales").
+"""A small numerical bracket type for timescales and exponents (docs/design.md §6, "Timescales").
 
 Timescales measured here are :class:`NumericalBracket` objects tagged ``provenance="numerical"``
 (grid bracketing widened by step / tolerance refinement), except the validated-integration

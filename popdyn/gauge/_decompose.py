@@ -1,4 +1,4 @@
-r"""Reaction–transport decomposition and the scaling gauge (DESIGN §7).
+r"""Reaction–transport decomposition and the scaling gauge (docs/design.md §7).
 
 Conventions (fixed here, used by every function of :mod:`popdyn.gauge`)
 -----------------------------------------------------------------------
@@ -35,8 +35,9 @@ a_j = 0 and ŵ_j ≠ 0 is regular (c_j = 0, G and H well defined, θ̇_j = 0).
 
 References
 ----------
-The gauge / feature-ownership seed paper (third abstract of ../shared/seeds/000_785eb18d2f81c56d.txt):
-the exact reaction–transport decomposition; DESIGN §7.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units"):
+the exact reaction–transport decomposition; docs/design.md §7.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def require_homogeneous(student, name: str = "student") -> Student:
     if not student.act.positively_homogeneous:
         raise ValueError(
             f"`{name}.activation` must be positively homogeneous (relu or leaky_relu) for the "
-            f"scaling gauge and the reaction–transport decomposition (DESIGN §7); got "
+            f"scaling gauge and the reaction–transport decomposition (docs/design.md §7); got "
             f"{student.activation!r}, for which (a, w, b) → (λa, w/λ, b/λ) changes the function")
     return student
 
@@ -121,7 +122,7 @@ def apply(params: Params, neurons, D, *, student: Student | None = None) -> Para
     """Apply the scaling gauge (a, w, b) → (D·a, w/D, b/D) to the chosen neurons.
 
     For a positively homogeneous activation this leaves the student's function — hence the loss
-    and the whole population predictor — unchanged (DESIGN §7).  The ratio a/|ŵ| of a gauged
+    and the whole population predictor — unchanged (docs/design.md §7).  The ratio a/|ŵ| of a gauged
     neuron is multiplied by D², its coefficient c = a|ŵ| is unchanged.
 
     Parameters
@@ -148,7 +149,7 @@ def apply(params: Params, neurons, D, *, student: Student | None = None) -> Para
 
     References
     ----------
-    Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); DESIGN §7.
+    The feature-ownership paper (the scaling gauge); docs/design.md §7.
     """
     if not isinstance(params, Params):
         raise TypeError(f"`params` must be a popdyn.Params, got {type(params).__name__}")
@@ -171,7 +172,7 @@ def _augmented(params: Params, bias: bool) -> np.ndarray:
 def set_ratio(params: Params, neurons, D, *, student: Student | None = None) -> Params:
     """Gauge the chosen neurons so that |a_j|/|ŵ_j| = D_j at unchanged coefficient c_j = a_j|ŵ_j|.
 
-    This is the *ratio* parametrization of DESIGN §7 (D = a/|w| at fixed c0); it equals
+    This is the *ratio* parametrization of docs/design.md §7 (D = a/|w| at fixed c0); it equals
     :func:`apply` with factor λ_j = sqrt(D_j |ŵ_j| / |a_j|).  The sign of a_j is kept.  ŵ includes
     the bias when ``student`` has biases (when no student is given, b is included whenever it is
     non-zero — identical, since a bias-free student has b = 0).
@@ -200,7 +201,7 @@ def set_ratio(params: Params, neurons, D, *, student: Student | None = None) -> 
 
 
 def conserved(params: Params) -> np.ndarray:
-    """The gauge invariants Δ_j = a_j² − |w_j|² − b_j², conserved by gradient flow (DESIGN §7).
+    """The gauge invariants Δ_j = a_j² − |w_j|² − b_j², conserved by gradient flow (docs/design.md §7).
 
     (For a bias-free student b = 0, so this is a_j² − |w_j|².)  Under gradient descent with step
     h (equal rates on a, W, b) one update changes Δ_j by exactly h²(g_a² − |g_w|² − g_b²) with
@@ -258,7 +259,7 @@ def conserved_drift(trajectory) -> Drift:
 def alignment(params: Params, teacher, *, absolute: bool = False) -> np.ndarray:
     """Cosines cos(w_j, u_k) between the neurons' input-space directions and the teacher
     features, shape (m, k).  Neurons with w_j = 0 get 0.  (The angle is that of w in input space,
-    DESIGN §2's θ_j = w_j/|w_j|, also for students with biases.)  ``absolute`` takes |cos|."""
+    θ_j = w_j/|w_j| of docs/design.md §2, also for students with biases.)  ``absolute`` takes |cos|."""
     if not isinstance(params, Params):
         raise TypeError(f"`params` must be a popdyn.Params, got {type(params).__name__}")
     W = params.W
@@ -424,8 +425,8 @@ def decompose(student: Student, params: Params, teacher, *, rtol: float = 1e-10)
 
     References
     ----------
-    Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt), the exact
-    reaction–transport decomposition; DESIGN §7.
+    The feature-ownership paper, the exact reaction–transport decomposition;
+    docs/design.md §7.
     """
     require_homogeneous(student)
     _check(student, params, teacher)

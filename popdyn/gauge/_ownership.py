@@ -1,5 +1,5 @@
 r"""Feature-ownership experiments: k initially duplicate neurons, one with the favorable gauge
-(DESIGN §7; the gauge seed paper's "global selection and functional pruning").
+(docs/design.md §7; the feature-ownership paper's "global selection and functional pruning").
 
 Setting: bias-free ReLU student (standard scaling, no intercept) with k neurons that all share
 the direction θ0 (cos(θ0, u) = ``cos0``, default 1/√d) and the coefficient c0/k each, so the
@@ -15,14 +15,16 @@ population loss (and the empirical loss), each neuron's functional contribution
 (reaction, transport) of the population loss (and of the empirical loss).  The owner is the
 neuron with the largest final coefficient.
 
-DESIGN §7 regime statement: selection (owner = favorable neuron) in every probe run; pruning of
+docs/design.md §7 regime statement: selection (owner = favorable neuron) in every probe run; pruning of
 the others' contribution to 0 only when they carry the opposite gauge with a large imbalance
 (c0 = 1: ≈1e−15 by t ≈ 20); balanced others or a small initialization keep a finite aligned
 share (c_own/c_j ≈ 0.9·D).
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); DESIGN §7.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units");
+docs/design.md §7.
 """
 from __future__ import annotations
 

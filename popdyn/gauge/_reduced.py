@@ -1,4 +1,4 @@
-r"""The exact single-neuron flow reduced to two variables (c, φ) (DESIGN §7).
+r"""The exact single-neuron flow reduced to two variables (c, φ) (docs/design.md §7).
 
 Setting: bias-free ReLU student f(x) = a·relu(w·x) (m = 1, s = 1, no intercept), teacher
 y = relu(u·x) with |u| = 1, x ~ N(0, I_d).  With c = a|w| > 0, cos φ = θ·u, θ = w/|w|, the
@@ -22,8 +22,9 @@ cross-check of a specialization time.
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt); DESIGN §7 (the probe of the
-exact bias-free single-neuron flow).
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units");
+docs/design.md §7 (the probe of the exact bias-free single-neuron flow).
 """
 from __future__ import annotations
 

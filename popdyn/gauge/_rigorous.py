@@ -1,7 +1,7 @@
-r"""Rigorous specialization times of the exact reduced single-neuron flow (issue 20).
+r"""Rigorous specialization times of the exact reduced single-neuron flow.
 
-The reduced (c, φ) flow of :mod:`popdyn.gauge._reduced` (DESIGN §7; gauge seed paper, third
-abstract of seeds/000_785eb18d2f81c56d.txt), with Δ = a² − |w|² = c0 (D − 1/D) conserved,
+The reduced (c, φ) flow of :mod:`popdyn.gauge._reduced` (docs/design.md §7; the feature-ownership
+paper), with Δ = a² − |w|² = c0 (D − 1/D) conserved,
 
     ċ = −S (c/2 − k(φ)),      φ̇ = ρ k'(φ),
     S = sqrt(Δ² + 4c²),   ρ = (S + Δ)/(2c) = 2c/(S − Δ),

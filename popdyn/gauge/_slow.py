@@ -41,8 +41,9 @@ References
 N. Fenichel, "Geometric singular perturbation theory for ordinary differential equations",
 J. Differential Equations 31 (1979) 53–98 (slow manifolds; here only the invariance of an
 explicit tube is used, verified directly); C. Jones, "Geometric singular perturbation theory",
-LNM 1609 (1995); R. J. Lohner (1987) for the transient.  Gauge seed paper (third abstract of
-seeds/000_785eb18d2f81c56d.txt), DESIGN §7; issue 20.
+LNM 1609 (1995); R. J. Lohner (1987) for the transient.  The feature-ownership paper
+(abstract: "Training changes a network's predictions while allocating task-relevant structure
+across its internal units"); docs/design.md §7.
 """
 from __future__ import annotations
 

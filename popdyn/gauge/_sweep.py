@@ -1,6 +1,6 @@
-r"""Gauge sweeps: specialization times of opposite gauges and their local log-log slopes (DESIGN §7).
+r"""Gauge sweeps: specialization times of opposite gauges and their local log-log slopes (docs/design.md §7).
 
-Two parametrizations of the same function-preserving orbit (DESIGN §7):
+Two parametrizations of the same function-preserving orbit (docs/design.md §7):
 
 * ``"scaling"`` — a factor λ > 1 applied to a balanced start (a = |w| = √c0):
   (a, w) → (λa, w/λ), so a/|w| = λ²; the opposite gauge is 1/λ (a/|w| = 1/λ²);
@@ -12,14 +12,16 @@ reduced (c, φ) variables (:mod:`popdyn.gauge._reduced`), giving numerical brack
 T_fav, T_opp and R = T_opp/T_fav; consecutive gauges give the local log-log slope of R(g) with a
 bracket (interval arithmetic on the brackets).
 
-:data:`REGIMES` declares the four regimes of DESIGN §7's table — the condition each gauge of a
+:data:`REGIMES` declares the four regimes of the table of docs/design.md §7 — the condition each gauge of a
 sweep must satisfy is checked, so a sweep cannot silently leave its regime — and
 :func:`regime_table` reproduces the table from these runs.
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt): the Θ(D²) separation;
-DESIGN §7 (table of regimes measured by a probe of the exact flow).
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units"):
+the Θ(D²) separation;
+docs/design.md §7 (table of regimes measured by a probe of the exact flow).
 """
 from __future__ import annotations
 
@@ -220,11 +222,11 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
 # ---------------------------------------------------------------------------- regimes
 @dataclass(frozen=True)
 class Regime:
-    """A declared regime of DESIGN §7's table.
+    """A declared regime of the table of docs/design.md §7.
 
     ``condition(c0, g)`` must hold for every (c0, gauge) of its sweeps (checked).  ``role`` is
     "claim" (the theorem's Θ(D²)-type statement is asserted here: ``expected`` = 2) or "control"
-    (reported, not part of the verdict; ``expected`` is DESIGN §7's measured exponent).
+    (reported, not part of the verdict; ``expected`` is the exponent measured in docs/design.md §7).
     """
 
     name: str
@@ -326,8 +328,8 @@ def regime_table(settings: dict, *, ds=(10, 100), thresholds=(0.5, 0.9), tail: i
 
 
 def format_regime_table(results) -> str:
-    """DESIGN §7's table as reproduced by :func:`regime_table`."""
-    lines = [f"{'parametrization':<16} {'regime':<22} {'role':<8} {'DESIGN §7':<57} "
+    """The table of docs/design.md §7 as reproduced by :func:`regime_table`."""
+    lines = [f"{'parametrization':<16} {'regime':<22} {'role':<8} {'docs/design.md §7':<57} "
              f"{'measured tail exponent [bracket]':<36} {'all local slopes':<22}"]
     for r in results:
         reg = r.regime

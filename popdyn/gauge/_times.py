@@ -1,4 +1,4 @@
-"""Specialization times on both clocks, bracketed (DESIGN §6 "Timescales", §7).
+"""Specialization times on both clocks, bracketed (docs/design.md §6 "Timescales", §7).
 
 The specialization time of neuron j for threshold τ ∈ (0, 1) is the first time its input-space
 direction's cosine with a teacher feature reaches τ.  From a run's snapshots it is bracketed
@@ -10,8 +10,9 @@ exists).
 
 References
 ----------
-Gauge seed paper (third abstract of seeds/000_785eb18d2f81c56d.txt): specialization time
-separation; DESIGN §6–§7.
+The feature-ownership paper (abstract: "Training changes a network's predictions while
+allocating task-relevant structure across its internal units"):
+specialization time separation; docs/design.md §6–§7.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Population loss landscapes (issue 21): exact Hessians, critical points and their classification.
+"""Population loss landscapes: exact Hessians, critical points and their classification.
 
 Scope: relu and leaky-relu students (with or without the learned skip v·x, with or without
 the intercept, standard or mean-field scaling) against relu / leaky-relu network teachers:
@@ -31,8 +31,8 @@ full Hessian.
 
 References
 ----------
-Seed 004, title paper ("Removing spurious minima for planar features by skip connections");
-Cho & Saul (2009) arc-cosine kernels; DESIGN §3, §7.
+"Removing spurious minima for planar features by skip connections";
+Cho & Saul (2009) arc-cosine kernels; docs/design.md §3, §7.
 """
 from ._hessian import (Layout, flatten, hessian, layout, loss_grad_hessian, pl_kernel,
                        relu_kernel, spectrum, supported, unflatten)

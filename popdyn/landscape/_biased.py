@@ -7,7 +7,7 @@ formulas at b = 0, the b rows and columns dropped), f(x) = s Σ_j a_j σ(z_j) + 
 y = Σ_k v*_k σ*(t_k), t_k = u_k·x + β_k, with or without biases.  x ~ N(0, I_d), x̃ = (x, 1),
 w̃ = (w, b) (so z = w̃·x̃), g = f − y, 1_j = 1{z_j > 0}, X̃ = E[x̃x̃ᵀ] = I_{d+1}.
 
-The Hessian (DESIGN §2, §3).  ∂f/∂a_j = sσ_j, ∂f/∂w̃_j = s a_j σ′_j x̃, ∂f/∂v = x, ∂f/∂c = 1,
+The Hessian (docs/design.md §2, §3).  ∂f/∂a_j = sσ_j, ∂f/∂w̃_j = s a_j σ′_j x̃, ∂f/∂v = x, ∂f/∂c = 1,
 and the only second derivatives of f are ∂²f/∂a_j∂w̃_j = sσ′_j x̃ and
 ∂²f/∂w̃_j² = s a_j p δ(z_j) x̃x̃ᵀ, so with ∇²L = E[∇f∇fᵀ] + E[g∇²f]:
 
@@ -87,9 +87,10 @@ engine's independent closed forms).  Cost: a few ms to ~20 ms at m ≤ 12
 
 References
 ----------
-DESIGN.md §2 (population objective), §3 (Stein's lemma, truncated bivariate moments);
+docs/design.md §2 (population objective), §3 (Stein's lemma, truncated bivariate moments);
 S. Rosenbaum, "Moments of a truncated bivariate normal distribution", J. R. Stat. Soc. B 23
-(1961) 405–408; seed 004 (learnability of students with biases; title paper for the skip).
+(1961) 405–408; the teacher-learnability paper (students with biases) and
+"Removing spurious minima for planar features by skip connections" (the skip).
 """
 from __future__ import annotations
 
@@ -409,7 +410,7 @@ def own_gradient(student, params, teacher) -> np.ndarray:
     are the engine's, which need E[σ_iσ_l]), in the order of :class:`Layout`.
 
     An independent check of this module's moments against the engine's gradient
-    (:func:`popdyn.loss_and_grad`), which uses other closed forms (DESIGN §3).
+    (:func:`popdyn.loss_and_grad`), which uses other closed forms (docs/design.md §3).
     """
     _require(student, teacher)
     student.family.check(params, teacher)

@@ -9,7 +9,7 @@ a σ(w·x) = ε σ(u·x) with ε = sign(a) and u = |a| w, so the loss is invaria
 i.e. the student f = s Σ_i ε_i σ(u_i·x) + v·x + c; the reduced loss is the full loss at
 a = ε, W = U, and its gradient / Hessian are the (W, v, c) blocks of :func:`loss_grad_hessian`
 there.  ("Mass and direction" coordinates (|u_i|, u_i/|u_i|) are a further change of variables
-of the same space.)  The certify helper (``certify.critical_point``) uses the same reduction.
+of the same space.)  :func:`certify.critical_point` uses the same reduction.
 Reduced vector order: U (m·d row-major), v (d; skip students), c (intercept students).
 
 Students with biases: a σ(w·x + b) = ε σ(u·x + β) with (u, β) = |a|(w, b), so the orbit is
@@ -42,8 +42,8 @@ for every direction θ (``boundary_min``; sampled on a grid: numerical); min_θ 
 
 References
 ----------
-Seed 004, title paper ("Removing spurious minima for planar features by skip connections");
-DESIGN §7 (the gauge orbit (a, w) → (λa, w/λ) of positively homogeneous units).
+"Removing spurious minima for planar features by skip connections";
+docs/design.md §7 (the gauge orbit (a, w) → (λa, w/λ) of positively homogeneous units).
 """
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def _sphere(d, n, seed=0):
 @dataclass(frozen=True)
 class Classification:
     """The kind of a (near-)critical point and the numbers it rests on: ``loss`` is
-    L = ½E[(f − y)²], ``loss_normalized`` the normalized loss MSE/V_Y = 2L/V_Y (DESIGN §2),
+    L = ½E[(f − y)²], ``loss_normalized`` the normalized loss MSE/V_Y = 2L/V_Y (docs/design.md §2),
     ``eigenvalues`` those of the reduced Hessian (ascending), ``eig_tol`` the zero band."""
 
     kind: str
@@ -258,7 +258,7 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
     tol = eig_rtol * max(1.0, float(np.max(np.abs(lam))))
     gn = float(np.linalg.norm(g))
     vy = float(teacher.variance)
-    Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (DESIGN §2)
+    Ln = 2.0 * L / vy             # normalized loss MSE / V_Y (docs/design.md §2)
     Gmin = None
     if pruned:
         if isinstance(r, tuple):

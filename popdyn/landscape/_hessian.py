@@ -6,7 +6,7 @@ intercept=..., scaling=...)``, i.e. f(x) = s Σ_j a_j σ(w_j·x) + v·x + c with
 ``popdyn.Teacher.network(relu or leaky_relu, V, U)`` without biases, y = Σ_k v*_k σ*(u_k·x).
 
 Closed forms (x ~ N(0, I_d)).  For two units with weights w_i, w_j ≠ 0, directions θ, angle φ
-(ρ = cos φ), the degree-one arc-cosine kernel (Cho & Saul 2009; DESIGN §3 at zero bias)
+(ρ = cos φ), the degree-one arc-cosine kernel (Cho & Saul 2009; docs/design.md §3 at zero bias)
 
     K_relu(w_i, w_j) = E[relu(w_i·x) relu(w_j·x)] = |w_i||w_j| (sin φ + (π − φ) cos φ) / (2π)   (H-1)
 
@@ -26,7 +26,7 @@ Derivatives of (H-1), with p_ij = θ_j − ρθ_i (|p_ij| = sin φ):
 antiparallel (φ = π) units are the limits: (H-4) = 0 and (H-5) = I/2 at φ = 0; both 0 at φ = π.
 φ is computed as 2 atan2(|θ_i − θ_j|, |θ_i + θ_j|) (accurate near 0 and π).
 
-The loss (DESIGN §2; popdyn.skip SK-1)
+The loss (docs/design.md §2; popdyn.skip SK-1)
 
     L = ½ s² aᵀKa − s aᵀK*v* + s c aᵀμ + ½c² − c E[y] + ½E[y²] + s μ1 aᵀWv − v·τ + ½|v|²,
     τ = E[y x] = Σ_k v*_k μ1*_k u_k,
@@ -42,8 +42,8 @@ intercept-free student) are not coordinates.
 
 References
 ----------
-Cho & Saul (2009), arc-cosine kernels; DESIGN §3 (Stein's lemma, the zero-bias closed form);
-seed 004, title paper ("Removing spurious minima for planar features by skip connections").
+Cho & Saul (2009), arc-cosine kernels; docs/design.md §3 (Stein's lemma, the zero-bias closed form);
+"Removing spurious minima for planar features by skip connections".
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def supported(student, teacher) -> tuple:
     """(True, "") if the closed forms of this module apply to (student, teacher), else
     (False, reason)."""
     if getattr(student, "act", None) is not None and student.act.kind == "smooth":
-        return smooth_supported(student, teacher)               # smooth students (issue 21)
+        return smooth_supported(student, teacher)               # smooth students
     if getattr(student, "act", None) is None or student.act.kind != "pl":
         return False, ("the exact Hessian is implemented for relu and leaky_relu students; got "
                        f"activation {getattr(student, 'activation', None)!r}")
@@ -197,7 +197,7 @@ def loss_grad_hessian(student, params, teacher, *, hessian: bool = True):
         Unsupported student / teacher (the message names what is supported), or a zero w_j.
     """
     if getattr(student, "act", None) is not None and student.act.kind == "smooth":
-        return smooth_lgh(student, params, teacher, hessian=hessian)    # smooth students (issue 21)
+        return smooth_lgh(student, params, teacher, hessian=hessian)    # smooth students
     _require(student, teacher)
     if student.bias or np.any(teacher.bias != 0):     # B-1..B-10 of popdyn.landscape._biased
         return _biased_lgh(student, params, teacher, hessian=hessian)

@@ -1,7 +1,7 @@
-r"""Exact population loss, gradient and Hessian of smooth-activation students (issue 21).
+r"""Exact population loss, gradient and Hessian of smooth-activation students.
 
 Students: ``popdyn.Student(d, m, activation in {"silu", "gelu", "tanh", "erf"}, bias=...,
-skip=..., intercept=..., scaling=...)``, i.e. (DESIGN §2)
+skip=..., intercept=..., scaling=...)``, i.e. (docs/design.md §2)
 
     f(x) = s Σ_j a_j σ(z_j) + v·x + c,   z_j = w_j·x + b_j = α_j ξ_j + b_j,   ξ_j = θ_j·x,     (S-1)
 
@@ -16,7 +16,7 @@ refused).  With g = f − y and L = ½E[g²],
 nonzero second derivatives ∂²f/∂a_i∂w_i = sσ′_i x, ∂²f/∂a_i∂b_i = sσ′_i, ∂²f/∂w_i∂w_iᵀ =
 s a_i σ″_i x xᵀ, ∂²f/∂w_i∂b_i = s a_i σ″_i x, ∂²f/∂b_i² = s a_i σ″_i.
 
-**Stein reduction (DESIGN §3).**  For h(x) = F(z_i) G(z_j) (z affine in x),
+**Stein reduction (docs/design.md §3).**  For h(x) = F(z_i) G(z_j) (z affine in x),
 E[h x] = E[∇h] and E[h x xᵀ] = E[h] I + E[∇²h], so
 
     E[F_i G_j x]   = E[F′_i G_j] w_i + E[F_i G′_j] w_j,                                        (S-3)
@@ -29,7 +29,7 @@ E[σ′_iσ‴_j] w_jw_jᵀ; the third-order identity E[h x_ax_bx_c] = E[∂_abc
 therefore a combination of the pair moments E[σ^(p)(z_i) σ^(q)(z_j)] (p + q ≤ 4), the teacher
 pair moments E[σ^(p)(z_i) φ_k^(q)] (p ≤ 4, q ≤ 2) and one-unit moments E[σ^(p)(z_i)] (p ≤ 5).
 
-**Derivative Mehler series (DESIGN §3).**  In the normalized Hermite basis h_n = He_n/√n!,
+**Derivative Mehler series (docs/design.md §3).**  In the normalized Hermite basis h_n = He_n/√n!,
 E[F′ h_n] = √(n+1) E[F h_{n+1}], so the coefficient sequences of the derivatives are shifts of
 the engine's sequences (:func:`popdyn._hermite.unit_coefficients`: S = E[σ h_n], Dd = E[σ′ h_n],
 Dd2 = E[ασ″ h_n]).  With
@@ -103,8 +103,8 @@ Flattening order: :class:`popdyn.landscape.Layout` (a, W row-major, b, v, c).
 
 References
 ----------
-DESIGN §2 (conventions, normalized Hermite basis), §3 (Stein's lemma, Mehler series, the moment
-matrices); Stein (1981); Mehler's formula; seed 004 (landscapes of two-layer networks).
+docs/design.md §2 (conventions, normalized Hermite basis), §3 (Stein's lemma, Mehler series, the moment
+matrices); Stein (1981); Mehler's formula; the papers of :mod:`popdyn.landscape`.
 """
 from __future__ import annotations
 

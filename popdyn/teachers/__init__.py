@@ -1,4 +1,4 @@
-"""Teachers (DESIGN §3): one protocol (:mod:`popdyn.teachers._base`), one module a kind.
+"""Teachers (docs/design.md §3): one protocol (:mod:`popdyn.teachers._base`), one module a kind.
 
 * :mod:`~popdyn.teachers.additive`:    y = Σ_k κ_k g(u_k·x), orthonormal rows, a link g;
 * :mod:`~popdyn.teachers.network`:     y = Σ_k v_k σ*(u_k·x + b*_k), arbitrary rows;

@@ -1,4 +1,4 @@
-"""The teacher protocol (DESIGN §3): what the engine, the families and the diagnostics may ask of
+"""The teacher protocol (docs/design.md §3): what the engine, the families and the diagnostics may ask of
 a teacher, whatever its kind.
 
 A teacher is a function y(x) of x ~ N(0, I_d) with input rows ``U`` (k, d), and answers
@@ -162,13 +162,13 @@ class Teacher:
         E[y] = 0 and V_Y = κ²E[F(Z)²].  With ``normalized("second_moment")`` these are the
         product targets Y_g = g(S)T/√E[g(S)²] of Kumar (arXiv 2609.39408), eq. (20).  The teacher is stored by its normalized Hermite tensor
         (exact for ``id`` and ``rotation``; truncated with a tail bound otherwise) and every
-        population moment reduces to bivariate scalar moments (DESIGN §3); see
+        population moment reduces to bivariate scalar moments (docs/design.md §3); see
         :mod:`popdyn.teachers.gated`.
 
         References
         ----------
-        Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), gated teachers st, GELU(s)t,
-        tanh(s)t, ReLU(s)t and the bilinear rotation control (Figures 1, 5, 6); DESIGN §3.
+        Kumar (arXiv 2609.39408), gated teachers st, GELU(s)t, tanh(s)t, ReLU(s)t and the bilinear
+        rotation control (Figures 1, 5, 6); docs/design.md §3.
         """
         return _KINDS["gated"].build(gate, U, kappa)
 
@@ -198,7 +198,7 @@ class Teacher:
 
         References
         ----------
-        DESIGN §3 (E[σ(αθ·x+β) He_a(s) He_b(t)] = c_{a+b} θ_s^a θ_t^b);
+        docs/design.md §3 (E[σ(αθ·x+β) He_a(s) He_b(t)] = c_{a+b} θ_s^a θ_t^b);
         :mod:`popdyn.teachers.multi_index`.
         """
         return _KINDS["multi_index"].build(hermite_tensor, U, kappa, tail2=tail2)
@@ -211,8 +211,8 @@ class Teacher:
         moment : {"variance", "second_moment"}
             ``"variance"`` (default): V_Y = 1.  ``"second_moment"``: E[y²] = 1, the unit norm
             of y in L²(γ), so that the zero predictor has MSE one; the two differ only for a
-            teacher with a mean (seed paper 003, "per normalized teacher", l.19; "Both teacher
-            means … are retained", l.113; docs/protocol.md).
+            teacher with a mean (Kumar (arXiv 2609.39408), Figure 1: "per normalized
+            teacher"; Figure 11: "Both teacher means … are retained"; docs/protocol.md).
         """
         if moment not in ("variance", "second_moment"):
             raise ValueError(f"`moment` must be 'variance' or 'second_moment', got {moment!r}")

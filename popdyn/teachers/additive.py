@@ -1,5 +1,5 @@
 """Additive single-index teachers y = Σ_k κ_k g(u_k·x): orthonormal rows u_k and a link g from
-:mod:`popdyn.links` (DESIGN §3).  The mean and variance are exact (the link's tabulated exact
+:mod:`popdyn.links` (docs/design.md §3).  The mean and variance are exact (the link's tabulated exact
 moments); each term is one ridge unit of kind ``link`` (α = 1, β = 0)."""
 from __future__ import annotations
 

@@ -23,8 +23,9 @@ component F_{0,1} in t), as in the paper.
 
 ``rotation`` is the bilinear rotation control: the product s′t′ of the coordinates rotated by
 45° (s′ = (s+t)/√2, t′ = (s−t)/√2), i.e. the function s·t written in a frame where the declared
-axes u_1, u_2 are *not* its own axes (seed paper 003, Figures 1 and 6, "bilinear rotation
-control").  All gated teachers have E[y] = 0 and V_Y = κ²E[F(s)²] (s and t independent).
+axes u_1, u_2 are *not* its own axes (Kumar (arXiv 2609.39408), Figure 6,
+"bilinear rotation control").  All gated teachers have E[y] = 0 and V_Y = κ²E[F(s)²] (s and t
+independent).
 
 Accuracy.  Against smooth student units (SiLU gates, silu/gelu/tanh/erf students) the sum
 (MI-1) converges fast and the truncated tensor costs at most ‖ψ‖·√tail2.  Against
@@ -38,9 +39,9 @@ any finite tensor) are exact.
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): gated teachers st, GELU(s)t,
-tanh(s)t, ReLU(s)t and the bilinear rotation control (Figures 1, 5, 6; Table 1);
-DESIGN §3 ("multi-index (gated)").
+Kumar (arXiv 2609.39408): gated teachers st, GELU(s)t, tanh(s)t, ReLU(s)t and the bilinear
+rotation control (Figures 1, 5, 6; Table 1);
+docs/design.md §3 ("multi-index (gated)").
 """
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def gated_function(gate: str) -> MultiIndexFunction:
 
 def _relu_gate_pl(su, teacher, rtol):
     """Exact cross moments of piecewise-linear student units σ = p·relu + q·id against the
-    relu-gated teacher G = relu(s)·t (u_1 ⊥ u_2; DESIGN §3 closed forms).
+    relu-gated teacher G = relu(s)·t (u_1 ⊥ u_2; docs/design.md §3 closed forms).
 
     With θ_l = θ_j·u_l, h = β_j/α_j, and Stein along u_2 (G is linear in t, independent of s):
       E[σ_j G]      = α_j θ_2 E[σ'_j relu(s)]                (engine's PL pair moment D)

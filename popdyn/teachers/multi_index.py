@@ -1,13 +1,13 @@
 r"""Multi-index (gated) teachers y = κ·G(u_1·x, …, u_k·x) given by their Hermite tensor.
 
 A multi-index function of ξ = Ux (U: k orthonormal rows) is stored by its *normalized Hermite
-tensor* F_A = E[G(ξ) h_A(ξ)], h_A(ξ) = Π_l h_{a_l}(ξ_l), h_n = He_n/√n! (DESIGN §2), so that
+tensor* F_A = E[G(ξ) h_A(ξ)], h_A(ξ) = Π_l h_{a_l}(ξ_l), h_n = He_n/√n! (docs/design.md §2), so that
 G = Σ_A F_A h_A.  Exact (finite) for polynomials; for a non-polynomial gate the tensor is
 truncated at a tabulated order with a stated L² tail bound ``tail2`` = Σ_{A beyond} F_A².
 
-Reduction to scalar moments (DESIGN §3): for any ridge unit ψ(θ·x) with |θ| = 1 and normalized
+Reduction to scalar moments (docs/design.md §3): for any ridge unit ψ(θ·x) with |θ| = 1 and normalized
 coefficients ψ̂_n = E[ψ(z) h_n(z)], the identity E[ψ(θ·x) He_{A}(Ux)] = c_{|A|} Π_l θ_l^{a_l}
-(θ_l = u_l·θ; DESIGN §3, "multi-index (gated)") gives
+(θ_l = u_l·θ; docs/design.md §3, "multi-index (gated)") gives
 
     E[ψ(θ·x) G(Ux)] = Σ_A F_A ψ̂_{|A|} √(|A|!/A!) Π_l θ_l^{a_l},                       (MI-1)
 
@@ -22,9 +22,9 @@ k = 2 variables with a tabulated tensor.
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): gated teachers st, GELU(s)t,
-tanh(s)t, ReLU(s)t and the bilinear rotation control (Figures 1, 5, 6; Table 1);
-DESIGN §3 ("multi-index (gated)").
+Kumar (arXiv 2609.39408): gated teachers st, GELU(s)t, tanh(s)t, ReLU(s)t and the bilinear
+rotation control (Figures 1, 5, 6; Table 1);
+docs/design.md §3 ("multi-index (gated)").
 """
 from __future__ import annotations
 
@@ -249,7 +249,7 @@ class MultiIndexTeacher(Teacher):
         err = np.zeros((su.n, 1))
         if not F.polynomial or deg > uc.N:
             # student orders beyond N meet tensor coefficients only below degree deg (if N < deg)
-            # or the tensor's tail beyond its table (issue 19: the first term only when N < deg)
+            # or the tensor's tail beyond its table (the first term only when N < deg)
             # (Cauchy–Schwarz over the shells n > N: the tensor's energy beyond degree N)
             beyond = float(np.sum(F.val[F.idx.sum(axis=1) > uc.N] ** 2)) + F.tail2
             t2 = np.maximum(np.asarray(uc.tails_S.t2, dtype=float), 0.0)

@@ -1,5 +1,5 @@
 """Teacher networks y = Σ_k v_k σ*(u_k·x + b*_k) with arbitrary (non-orthogonal, non-unit) rows
-u_k (DESIGN §3): ridge units of the activation's kind (``pl`` or ``smooth``); the mean and
+u_k (docs/design.md §3): ridge units of the activation's kind (``pl`` or ``smooth``); the mean and
 variance from the engine's exact pair moments of the units."""
 from __future__ import annotations
 
