@@ -484,24 +484,51 @@ def _pl_fast(student, params, teacher, need, rtol):
     if need in ("loss", "grad_err"):
         M.errC, M.errmu0 = np.zeros((m, m)), np.zeros(m)
         poly = not herm or teacher.units().link.is_polynomial
-        if herm and not (need == "grad_err" and poly):
+        if herm and need == "loss":
             su, tu = student_units(student, params), teacher.units()
             R = _geometry(su, tu)
             M.errCt = _link_error(su, tu, order, R, rtol, trunc)
         else:
             M.errCt = np.zeros(Ct.shape) + trunc[:, None]
     if need == "grad_err":
-        # closed forms (PL networks) and finite link sums (polynomial links: nothing is
-        # truncated but the per-unit orders, bounded by ``trunc``): no estimation beyond that
+        # closed forms (PL networks) and link sums to the link table's order N: the terms the
+        # per-unit orders drop are bounded by ``trunc``, and those beyond N by E_i·ttol (every
+        # unit coefficient is at most E_i, the Cramér bound of pl_link_sums, and the link's
+        # ℓ¹ tail beyond N is at most ttol): an a-priori bound, no estimation
         z = np.zeros(m)
         M.errg = {"B": np.zeros((m, m)), "A": np.zeros((m, m)), "D": np.zeros((m, m)),
                   "mu1": z, "mu2": z}
-        if poly:
-            t = np.zeros(Ct.shape) + trunc[:, None]
-            M.errg.update(Bt=t, At=t, Dt=t)
-        else:
-            _link_grad_errors(su, tu, order, R, rtol, trunc, M.errg)
+        t = trunc.copy()
+        if herm and not poly:
+            t = t + pl_unit_bound(act, al, b if student.bias else np.zeros(m)) * tab[10]
+        t = np.zeros(Ct.shape) + t[:, None]
+        M.errg.update(Bt=t, At=t, Dt=t)
+        M.errCt = t
     return M
+
+
+def pl_unit_bound(act, al, be):
+    """E_i = max(α_i, 1)·|p|·K·φ(0)·e^{−h_i²/4} (K = 1.086435 Cramér's constant, h_i = β_i/α_i;
+    0 for α_i = 0): the bound on every Hermite coefficient of order >= 2 of the PL units
+    p·relu(α_i z + β_i) + q·(α_i z + β_i) and of their derivatives
+    (:func:`popdyn._kernels.mehler.pl_link_sums`)."""
+    al = np.asarray(al, dtype=float)
+    ok = al > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        h = np.where(ok, np.asarray(be, dtype=float) / np.where(ok, al, 1.0), 0.0)
+        E = (np.maximum(al, 1.0) * abs(float(act.p)) * 1.086435 / np.sqrt(2.0 * np.pi)
+             * np.exp(-0.25 * h * h))
+    return np.where(ok, E, 0.0)
+
+
+def closed_form(student, teacher) -> bool:
+    """True when the moments of ``student`` against ``teacher`` are closed forms or link sums
+    to the link table's order (a relu / leaky-relu student against a PL-network or
+    additive-link teacher, :func:`_pl_fast`): their error is the a-priori bound of
+    ``need="grad_err"`` (at most ~1e−17 of the terms), below every rounding floor, so the
+    contract of :mod:`popdyn.objective` has nothing to estimate or refine."""
+    return (student.act.kind == "pl" and teacher is not None
+            and teacher_tables(teacher) is not None)
 
 
 def _plain_ridge(teacher) -> bool:

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from . import _moments as _mom
 from . import accuracy as _acc
 from ._notice import compile_notice
 from .family import family_of
@@ -196,6 +197,14 @@ def _grad_scale(fam, params, teacher, M, g):
     return sc
 
 
+def _closed(fam, student, teacher, rtol) -> bool:
+    """The fused relu / leaky-relu pairs (:func:`popdyn._moments.closed_form`): nothing to
+    estimate, the family's own evaluation is returned (the integrators' bits, no overhead)."""
+    if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
+        raise ValueError(f"`rtol` must be a float in (0, 1), got {rtol!r}")
+    return bool(getattr(fam, "fused", False)) and _mom.closed_form(student, teacher)
+
+
 def _contract_grad(fam, params, teacher, rtol, with_loss):
     """(L or None, ∇L, info) under the tolerance contract (see :func:`population_grad`)."""
     if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
@@ -213,8 +222,10 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
         if err is None:
             M, g, err = _aposteriori(fam, params, teacher, tol)
             used = max(tol / _acc.STEP, _acc.RTOL_FLOOR)
+            post, has_est = True, False
         else:
             used = tol
+            post = False
         blocks, ok = _grad_check(fam, params, teacher, g, err,
                                  _grad_scale(fam, params, teacher, M, g), rtol)
         order = getattr(M, "order", None)
@@ -224,7 +235,7 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
                 "within_rtol": bool(ok)}
         L = linfo = None
         lok = True
-        if with_loss:
+        if with_loss and not post:
             L = fam.loss(params, teacher, M)
             li = dict(fam.loss_info(params, teacher, M)) if M.errC is not None else {
                 "error": np.inf, "order": order}
@@ -238,6 +249,10 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
         worst = max((v[0] / v[2] if v[2] > 0 else np.inf) for v in blocks.values())
         if with_loss and not lok:
             worst = max(worst, lerr / (rtol * abs(L) + latol))
+        if not ok and post and worst >= 0.5 * prev:
+            cap = ("the a-posteriori estimate (the change between two series tolerances) "
+                   "stopped improving")
+            break
         cap = None
         if order is not None and order >= _acc.ORDER_CAP and not worst < 0.5 * prev:
             # at the order cap a unit's series cannot be refined; the others may still
@@ -262,6 +277,9 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
     if with_loss and not lok:
         _acc.warn(f"population loss of the {what} student", lerr, rtol * abs(L) + latol, rtol,
                   cap, "certify.loss gives a rigorous bracket.", stacklevel=4)
+    if with_loss and post:
+        # no moment estimates for the gradient: the loss under its own contract
+        L, linfo = _contract_loss(fam, params, teacher, rtol)
     return L, g, info, linfo
 
 
@@ -303,6 +321,8 @@ def population_grad(student: Student, params: Params, teacher, *, rtol: float = 
     compile_notice()     # one line on stderr when numba's kernel cache is cold
     fam = family_of(student)
     fam.check(params, teacher)
+    if not full_output and _closed(fam, student, teacher, rtol):
+        return fam.grad(params, teacher, fam.moments(params, teacher, need="grad", tol=rtol))
     _, g, info, _ = _contract_grad(fam, params, teacher, rtol, False)
     if full_output:
         return g, info
@@ -321,6 +341,8 @@ def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e
     fam = family_of(student)
     if check:
         fam.check(params, teacher)
+    if not full_output and _closed(fam, student, teacher, rtol):
+        return fam.loss_and_grad(params, teacher, tol=rtol)
     L, g, ginfo, linfo = _contract_grad(fam, params, teacher, rtol, True)
     if full_output:
         return L, g, {"loss": linfo, "grad": ginfo,
