@@ -97,7 +97,9 @@ def smooth_self(u, rtol, errors: bool = False):
     the rounding floor of the contract, a closed form)."""
     uc = _coeffs(u, 0, rtol)
     R = _geometry(u, u)
-    C, eC = mehler_moment(uc.S, uc.S, uc.tails_S, uc.tails_S, R)
+    # with ``errors`` (the gradient's contract) every estimate takes the root-sum-square
+    # rounding term (:func:`popdyn._hermite.mehler_moment_internal`, ``rss``)
+    C, eC = mehler_moment(uc.S, uc.S, uc.tails_S, uc.tails_S, R, True, errors)
     if u.code == _ERF_CODE:
         B = erf_B_closed(u)
         eB = np.zeros_like(B) if errors else None
@@ -259,7 +261,7 @@ def _cross_from(uc, S, tS, Dd, tD, R, errors=None):
     """(Ct, Bt, At, Dt, errCt) of the coefficient rows ``uc`` against (S, Dd); with a dict
     ``errors`` its entries "Bt", "At", "Dt" receive the error estimates of those moments."""
     e = errors is not None
-    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R)
+    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R, True, e)
     Dt, eD = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R, e, e)
     At, eA = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R, e, e)
     Bt, eB = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R, e, e)
