@@ -334,13 +334,19 @@ def _pl_coefficients(p, q, al, be, N, rtol):
         b = np.where(al > 0, be / np.where(al > 0, al, 1.0), 0.0)
         env = np.where(al > 0, abs(p) * _kh.CRAMER * _INV_SQRT_2PI * np.exp(-0.25 * b * b), 0.0)
     trivial = (al == 0) | (p == 0.0)  # S[k>=2], Dd[n>=1], Dd2 vanish exactly
-    # coefficient error estimate: recurrence and products, relative to the Cramér envelope
-    scale = np.maximum(np.abs(S).max(axis=1), np.maximum(env * np.maximum(al, 1.0), 0.0))
-    # conditioning: the rounding of b = beta/alpha moves every coefficient by ~ b^2 u (relative)
+    # coefficient error estimate: recurrence and products.  The orders n <= 1 (the affine part,
+    # E[sigma] and E[sigma'] from Phi(b), phi(b)) are accurate relative to the largest
+    # coefficient; the orders n >= 2 are phi(b) He_{n-2}(b)-type terms bounded by the Cramér
+    # envelope env * max(alpha, 1), and the rounding of b = beta/alpha moves them by ~ b^2 u
+    # relative to that envelope (the conditioning ``cond``).  So the error is the rounding floor
+    # of the largest coefficient plus cond times that of the envelope: for a nearly affine unit
+    # (|b| large) env * cond = (1 + b^2) e^{-b^2/4} -> 0 and the estimate stays at rounding
+    # (the factor cond must not multiply E[sigma] ~ beta, which is computed to full accuracy).
     with np.errstate(over="ignore"):
         cond = 1.0 + np.minimum(b * b, 1e30)
-    err = 8.0 * (N + 2) * _U * scale * cond
-    err_d = 8.0 * (N + 2) * _U * np.maximum(np.abs(Dd).max(axis=1), env) * cond
+    envs = env * np.maximum(al, 1.0)
+    err = 8.0 * (N + 2) * _U * (np.abs(S).max(axis=1) + envs * cond)
+    err_d = 8.0 * (N + 2) * _U * (np.abs(Dd).max(axis=1) + env * cond)
     err_d2 = 8.0 * (N + 2) * _U * env * cond
 
     def parseval(C, e):
@@ -591,23 +597,28 @@ def _internal_tails(t, m: int) -> "Tails":
     return _as_tails(t, np.empty((m, 1)), "tails")
 
 
-def mehler_moment_internal(cx_seq, cy_seq, tails_x, tails_y, R, want_error: bool = True):
+def mehler_moment_internal(cx_seq, cy_seq, tails_x, tails_y, R, want_error: bool = True,
+                           rss: bool = False):
     """:func:`mehler_moment` without the input checks, for internal callers.
 
     The inputs must come from :func:`unit_coefficients` / the link tables (finite float64
     coefficients) and from the engine's geometry (|R| ≤ 1 up to rounding; clipped here); the
     result is bit-identical to :func:`mehler_moment`.  With ``want_error=False`` the error
-    array is not computed (None is returned in its place).
+    array is not computed (None is returned in its place).  With ``rss`` the rounding part of
+    the error is the root-sum-square estimate 4√(N+1)·u·Σ|X_nY_n|rⁿ of the Horner sum instead
+    of the worst-case bound 4(N+1)·u·Σ|X_nY_n|rⁿ (at N in the thousands the bound exceeds the
+    rounding actually made by √N, and it grows with every refinement of the order); the
+    truncation and coefficient terms are unchanged.
     """
     X = np.ascontiguousarray(cx_seq, dtype=np.float64)
     Y = X if cy_seq is cx_seq else np.ascontiguousarray(cy_seq, dtype=np.float64)
     R = np.clip(np.asarray(R, dtype=np.float64), -1.0, 1.0)
     tx = _internal_tails(tails_x, X.shape[0])
     ty = tx if (tails_y is tails_x and cy_seq is cx_seq) else _internal_tails(tails_y, Y.shape[0])
-    return _mehler_core(cx_seq is cy_seq, X, Y, tx, ty, R, want_error)
+    return _mehler_core(cx_seq is cy_seq, X, Y, tx, ty, R, want_error, rss)
 
 
-def _mehler_core(same, X, Y, tx, ty, R, want_error):
+def _mehler_core(same, X, Y, tx, ty, R, want_error, rss=False):
     Nc = min(X.shape[1], Y.shape[1]) - 1
     if X.shape[1] - 1 > Nc:
         tx = tx.extend(X, Nc)
@@ -624,4 +635,10 @@ def _mehler_core(same, X, Y, tx, ty, R, want_error):
         return val, None
     err = np.empty(R.shape)
     _km.mehler_error(X, Y, R, tx.t2, tx.sup, tx.l1, tx.err, ty.t2, ty.sup, ty.l1, ty.err, err)
+    if rss and Nc > 0:
+        # the rounding term alone (exact inputs, no tails), replaced by its root-sum-square size
+        rnd = np.empty(R.shape)
+        zx, zy = np.zeros(X.shape[0]), np.zeros(Y.shape[0])
+        _km.mehler_error(X, Y, R, zx, zx, zx, zx, zy, zy, zy, zy, rnd)
+        err = np.maximum(err - rnd, 0.0) + rnd / math.sqrt(Nc + 1.0)
     return val, err

@@ -87,21 +87,46 @@ def erf_B_closed(u):
     return 0.5 * (B + B.T)
 
 
-def smooth_self(u, rtol):
+def smooth_self(u, rtol, errors: bool = False):
     """Self moments of a smooth unit set: (C, B, A, D, μ0, μ1, μ2, errC, errμ0, order).
 
-    For erf units B is the closed form of :func:`erf_B_closed` (exact at every |w| and ρ)."""
+    For erf units B is the closed form of :func:`erf_B_closed` (exact at every |w| and ρ).
+    With ``errors`` an 11th element is appended: the dict of the error estimates of the
+    gradient's moments, ``{"B", "A", "D", "mu1", "mu2"}`` (:func:`popdyn._hermite.mehler_moment`:
+    truncation tails of both sides, coefficient errors and rounding; B of erf units: 0 beyond
+    the rounding floor of the contract, a closed form)."""
     uc = _coeffs(u, 0, rtol)
     R = _geometry(u, u)
-    C, eC = mehler_moment(uc.S, uc.S, uc.tails_S, uc.tails_S, R)
+    # with ``errors`` (the gradient's contract) every estimate takes the root-sum-square
+    # rounding term (:func:`popdyn._hermite.mehler_moment_internal`, ``rss``)
+    C, eC = mehler_moment(uc.S, uc.S, uc.tails_S, uc.tails_S, R, True, errors)
     if u.code == _ERF_CODE:
         B = erf_B_closed(u)
+        eB = np.zeros_like(B) if errors else None
     else:
-        B, _ = mehler_moment(uc.Dd, uc.Dd, uc.tails_Dd, uc.tails_Dd, R, False)
-    A, _ = mehler_moment(uc.Dd2, uc.S, uc.tails_Dd2, uc.tails_S, R, False)
-    D, _ = mehler_moment(uc.Dd, uc.S, uc.tails_Dd, uc.tails_S, R, False)
-    return (C, B, A, D, uc.S[:, 0].copy(), uc.Dd[:, 0].copy(), uc.Dd2[:, 0].copy(), eC,
-            np.asarray(uc.tails_S.err, dtype=float).copy(), uc.N)
+        B, eB = mehler_moment(uc.Dd, uc.Dd, uc.tails_Dd, uc.tails_Dd, R, errors, errors)
+    A, eA = mehler_moment(uc.Dd2, uc.S, uc.tails_Dd2, uc.tails_S, R, errors, errors)
+    D, eD = mehler_moment(uc.Dd, uc.S, uc.tails_Dd, uc.tails_S, R, errors, errors)
+    out = (C, B, A, D, uc.S[:, 0].copy(), uc.Dd[:, 0].copy(), uc.Dd2[:, 0].copy(), eC,
+           np.asarray(uc.tails_S.err, dtype=float).copy(), uc.N)
+    if not errors:
+        return out
+    return out + ({"B": eB, "A": eA, "D": eD,
+                   "mu1": np.asarray(uc.tails_Dd.err, dtype=float).copy(),
+                   "mu2": np.asarray(uc.tails_Dd2.err, dtype=float).copy()},)
+
+
+def pl_partner_tol(rtol: float) -> float:
+    """Series tolerance of a smooth unit set paired with a piecewise-linear (or link) partner.
+
+    The partner's coefficients decay algebraically (relu: n^{-5/4}; its derivative, a step:
+    n^{-3/4}), so the truncation error of such a pair is about r^{N+1}·sup|partner|·ℓ¹(smooth
+    tail) ~ √(t2 of the smooth side): the smooth side must converge to about the *square* of the
+    requested accuracy.  ``min(1e−16, 10⁴·rtol²)``: 1e−16 at every rtol >= 1e−10 (the level used
+    so far), then rtol² × 10⁴ (1e−22 at rtol = 1e−13), so that a refinement of the series
+    tolerance below 1e−10 reaches these pairs too.
+    """
+    return min(1e-16, 1e4 * float(rtol) * float(rtol))
 
 
 def _link_order(g) -> int:
@@ -199,6 +224,20 @@ def _link_error(su, tu, N, R, rtol, trunc):
     return eC + trunc[:, None]
 
 
+def _link_grad_errors(su, tu, N, R, rtol, trunc, out):
+    """Error estimates of Bt, At, Dt of PL student units × the Hermite part of a link (into the
+    dict ``out``): the Mehler estimates of the sums Σ Dd_i dH ρⁿ, Σ Dd2_i H ρⁿ, Σ Dd_i H ρⁿ to
+    the link's order N (tails of both sides, coefficient errors, rounding) plus ``trunc``, the
+    bound on the terms the per-unit orders drop (it bounds every coefficient kind)."""
+    uc = _coeffs(su, N, rtol)
+    S, tS, Dd, tD = _link_seqs(tu.link, tu.n, N, include_pl=False)
+    _, eB = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R, True, True)
+    _, eA = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R, True, True)
+    _, eD = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R, True, True)
+    t = trunc[:, None]
+    out.update(Bt=eB + t, At=eA + t, Dt=eD + t)
+
+
 def pl_vs_link_hermite(su, tu, rtol, grad: bool = True, errors: bool = True):
     """PL student units × the Hermite part of an additive link: (Ct, Bt, At, Dt, err, order),
     by :func:`popdyn._kernels.mehler.pl_link_sums` on :func:`link_tables` (without ``grad``
@@ -212,26 +251,36 @@ def pl_vs_link_hermite(su, tu, rtol, grad: bool = True, errors: bool = True):
     trunc = np.zeros(m)
     _km.pl_link_sums(float(su.p[0]), float(su.q[0]), su.al, su.be, R, H, dH, L1, ttol,
                      bool(grad), Ct, Bt, At, Dt, trunc)
-    err = _link_error(su, tu, N, R, rtol, trunc) if errors else None
+    err = _link_error(su, tu, N, R, rtol, trunc) if errors is not False else None
+    if isinstance(errors, dict):
+        _link_grad_errors(su, tu, N, R, rtol, trunc, errors)
     return Ct, Bt, At, Dt, err, N
 
 
-def _cross_from(uc, S, tS, Dd, tD, R):
-    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R)
-    Dt, _ = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R, False)
-    At, _ = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R, False)
-    Bt, _ = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R, False)
+def _cross_from(uc, S, tS, Dd, tD, R, errors=None):
+    """(Ct, Bt, At, Dt, errCt) of the coefficient rows ``uc`` against (S, Dd); with a dict
+    ``errors`` its entries "Bt", "At", "Dt" receive the error estimates of those moments."""
+    e = errors is not None
+    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R, True, e)
+    Dt, eD = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R, e, e)
+    At, eA = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R, e, e)
+    Bt, eB = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R, e, e)
+    if e:
+        errors.update(Bt=eB, At=eA, Dt=eD)
     return Ct, Bt, At, Dt, eC
 
 
-def hermite_cross(su, tu, rtol):
-    """Student × teacher units when either side is smooth: (Ct, Bt, At, Dt, err, order)."""
+def hermite_cross(su, tu, rtol, errors=None):
+    """Student × teacher units when either side is smooth: (Ct, Bt, At, Dt, err, order).
+
+    A smooth side paired with a PL unit or a link converges to :func:`pl_partner_tol` of
+    ``rtol``.  With a dict ``errors`` the error estimates of Bt, At, Dt are stored in it."""
     R = _geometry(su, tu)
     # a smooth side paired with a slowly decaying PL/link side must converge further: the
     # truncation error is ~ sqrt(t2_pl * t2_smooth) at |rho| -> 1 (PL tails decay algebraically)
     pl_partner = tu.kind in ("pl", "link")
     if su.kind == "smooth":
-        us = _coeffs(su, 0, min(rtol, 1e-16) if pl_partner else rtol)
+        us = _coeffs(su, 0, pl_partner_tol(rtol) if pl_partner else rtol)
         N = us.N
     else:
         us = None
@@ -243,7 +292,7 @@ def hermite_cross(su, tu, rtol):
         S, tS, Dd, tD = _link_seqs(g, tu.n, N, include_pl=True)
     else:
         if tu.kind == "smooth":
-            ut = _coeffs(tu, 0, min(rtol, 1e-16) if su.kind == "pl" else rtol)
+            ut = _coeffs(tu, 0, pl_partner_tol(rtol) if su.kind == "pl" else rtol)
             N = max(N or 0, ut.N)
         else:
             ut = None
@@ -254,7 +303,7 @@ def hermite_cross(su, tu, rtol):
         S, tS, Dd, tD = ut.S, ut.tails_S, ut.Dd, ut.tails_Dd
     if us is None:
         us = _coeffs(su, N, rtol)
-    return _cross_from(us, S, tS, Dd, tD, R) + (N,)
+    return _cross_from(us, S, tS, Dd, tD, R, errors) + (N,)
 
 
 @dataclass
@@ -333,6 +382,10 @@ class Moments:
     order: int | None = None
     #: what was asked for (:data:`NEEDS`); fields not asked for may be None
     need: str | None = None
+    #: ``need="grad_err"``: the entrywise error estimates of the gradient's moments, a dict with
+    #: "B", "A", "D", "mu1", "mu2", "Bt", "At", "Dt" (None: the teacher's cross moments carry no
+    #: estimate, e.g. multi-index teachers)
+    errg: dict | None = None
 
 
 # ---------------------------------------------------------------------------- pair families
@@ -360,7 +413,9 @@ def _pl_pair(u1: UnitSet, u2: UnitSet, p2=None, q2=None):
 #: no error estimates ("grad"), the values of the loss with its error estimates ("loss"), the
 #: values of the diagnostics (C, B, μ0, Ct: AGOP and refit; no errors, no derivative cross
 #: moments) or the student's own moments ("student")
-NEEDS = ("grad", "loss", "values", "student")
+#: ``"grad_err"``: everything of "grad" and "loss" (the same values bit for bit) plus the error
+#: estimates of the gradient's moments (``Moments.errg``; the accuracy contract of the gradient)
+NEEDS = ("grad", "loss", "values", "student", "grad_err")
 
 
 def teacher_tables(teacher):
@@ -418,7 +473,7 @@ def _pl_fast(student, params, teacher, need, rtol):
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
         return None
     act = student.act
-    grad = need == "grad"
+    grad = need in ("grad", "grad_err")
     (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, trunc) = _fk.pl_moments(
         float(act.p), float(act.q), W, b, bool(student.bias), *tab[:11], grad)
     m = student.m
@@ -428,14 +483,63 @@ def _pl_fast(student, params, teacher, need, rtol):
                 need=need)
     if grad:
         M.Bt, M.At, M.Dt = Bt, At, Dt
-    if need == "loss":
+    if need in ("loss", "grad_err"):
         M.errC, M.errmu0 = np.zeros((m, m)), np.zeros(m)
-        if herm:
+        poly = not herm or teacher.units().link.is_polynomial
+        if herm and need == "loss":
             su, tu = student_units(student, params), teacher.units()
-            M.errCt = _link_error(su, tu, order, _geometry(su, tu), rtol, trunc)
+            R = _geometry(su, tu)
+            M.errCt = _link_error(su, tu, order, R, rtol, trunc)
         else:
-            M.errCt = np.zeros(Ct.shape)
+            M.errCt = np.zeros(Ct.shape) + trunc[:, None]
+    if need == "grad_err":
+        # closed forms (PL networks) and link sums to the link table's order N: the terms the
+        # per-unit orders drop are bounded by ``trunc``, and those beyond N by E_i·ttol (every
+        # unit coefficient is at most E_i, the Cramér bound of pl_link_sums, and the link's
+        # ℓ¹ tail beyond N is at most ttol): an a-priori bound, no estimation
+        z = np.zeros(m)
+        M.errg = {"B": np.zeros((m, m)), "A": np.zeros((m, m)), "D": np.zeros((m, m)),
+                  "mu1": z, "mu2": z}
+        t = trunc.copy()
+        if herm and not poly:
+            t = t + pl_unit_bound(act, al, b if student.bias else np.zeros(m)) * tab[10]
+        t = np.zeros(Ct.shape) + t[:, None]
+        M.errg.update(Bt=t, At=t, Dt=t)
+        M.errCt = t
     return M
+
+
+def pl_unit_bound(act, al, be):
+    """E_i = max(α_i, 1)·|p|·K·φ(0)·e^{−h_i²/4} (K = 1.086435 Cramér's constant, h_i = β_i/α_i;
+    0 for α_i = 0): the bound on every Hermite coefficient of order >= 2 of the PL units
+    p·relu(α_i z + β_i) + q·(α_i z + β_i) and of their derivatives
+    (:func:`popdyn._kernels.mehler.pl_link_sums`)."""
+    al = np.asarray(al, dtype=float)
+    ok = al > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        h = np.where(ok, np.asarray(be, dtype=float) / np.where(ok, al, 1.0), 0.0)
+        E = (np.maximum(al, 1.0) * abs(float(act.p)) * 1.086435 / np.sqrt(2.0 * np.pi)
+             * np.exp(-0.25 * h * h))
+    return np.where(ok, E, 0.0)
+
+
+def closed_form(student, teacher) -> bool:
+    """True when the moments of ``student`` against ``teacher`` are closed forms or link sums
+    to the link table's order (a relu / leaky-relu student against a PL-network or
+    additive-link teacher, :func:`_pl_fast`): their error is the a-priori bound of
+    ``need="grad_err"`` (at most ~1e−17 of the terms), below every rounding floor, so the
+    contract of :mod:`popdyn.objective` has nothing to estimate or refine."""
+    return (student.act.kind == "pl" and teacher is not None
+            and teacher_tables(teacher) is not None)
+
+
+def _plain_ridge(teacher) -> bool:
+    """True when the teacher's cross moments are :func:`cross_moments` of its units (the
+    ridge teachers of :mod:`popdyn.teachers` that do not override ``cross``)."""
+    from .teachers._base import Teacher
+    return (bool(getattr(teacher, "ridge", False))
+            and getattr(type(teacher), "cross", None) is Teacher.cross
+            and teacher.units() is not None)
 
 
 def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
@@ -464,6 +568,10 @@ def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
             float(student.act.p), float(student.act.q), np.ascontiguousarray(params.W, dtype=np.float64),
             np.ascontiguousarray(params.b, dtype=np.float64), bool(student.bias))
         errC = np.zeros((m, m)); errmu0 = np.zeros(m)
+        errg = {"B": np.zeros((m, m)), "A": np.zeros((m, m)), "D": np.zeros((m, m)),
+                "mu1": np.zeros(m), "mu2": np.zeros(m)}
+    elif need == "grad_err":
+        (C, B, A, D, mu0, mu1, mu2, errC, errmu0, order, errg) = smooth_self(su, rtol, True)
     else:
         (C, B, A, D, mu0, mu1, mu2, errC, errmu0, order) = smooth_self(su, rtol)
     M = Moments(C=C, mu0=mu0, Ct=np.zeros((m, 0)), B=B, A=A, D=D, mu1=mu1, mu2=mu2,
@@ -471,16 +579,25 @@ def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
                 need=need)
     if need == "student":
         return M
-    Ct, Bt, At, Dt, errCt, order_t = teacher.cross(su, rtol)
+    if need == "grad_err" and _plain_ridge(teacher):
+        # ridge teachers (additive links, networks): their cross moments are cross_moments of
+        # their units (popdyn.teachers), here with the gradient's error estimates
+        Ct, Bt, At, Dt, errCt, order_t = cross_moments(su, teacher.units(), rtol, errg)
+        M.errg = errg
+    else:
+        Ct, Bt, At, Dt, errCt, order_t = teacher.cross(su, rtol)
     M.Ct, M.Bt, M.At, M.Dt, M.errCt = Ct, Bt, At, Dt, errCt
     if order_t is not None:
         M.order = max(order or 0, order_t)
     return M
 
 
-def cross_moments(su: UnitSet, tu: UnitSet, rtol: float):
-    """Student units × teacher units: (Ct, Bt, At, Dt, errCt, order)."""
+def cross_moments(su: UnitSet, tu: UnitSet, rtol: float, errors=None):
+    """Student units × teacher units: (Ct, Bt, At, Dt, errCt, order).  With a dict ``errors``
+    the error estimates of Bt, At, Dt are stored in it (zeros for closed forms)."""
     m, k = su.n, tu.n
+    if errors is not None:
+        errors.update(Bt=np.zeros((m, k)), At=np.zeros((m, k)), Dt=np.zeros((m, k)))
     if su.kind == "pl" and tu.kind == "pl":
         Ct, Bt, At, Dt = _pl_pair(su, tu)
         return Ct, Bt, At, Dt, np.zeros((m, k)), None
@@ -492,10 +609,11 @@ def cross_moments(su: UnitSet, tu: UnitSet, rtol: float):
         if g.p != 0.0 or g.q != 0.0:
             Ct, Bt, At, Dt = _pl_pair(su, tu, np.full(k, g.p), np.full(k, g.q))
         if np.any(g.coeffs != 0.0):
-            c2, b2, a2, d2, e2, order = pl_vs_link_hermite(su, tu, rtol)
+            c2, b2, a2, d2, e2, order = pl_vs_link_hermite(
+                su, tu, rtol, errors=True if errors is None else errors)
             Ct = Ct + c2; Bt = Bt + b2; At = At + a2; Dt = Dt + d2; err = err + e2
         return Ct, Bt, At, Dt, err, order
-    return hermite_cross(su, tu, rtol)
+    return hermite_cross(su, tu, rtol, errors)
 
 
 def teacher_self_moments(teacher):

@@ -12,8 +12,11 @@ estimate at the requested ``rtol`` is larger, the series tolerance is tightened 
 down to :data:`RTOL_FLOOR`) and the quantity recomputed; if the floor or the Hermite order cap
 (:data:`ORDER_CAP`) is reached and the estimate still exceeds the requested accuracy, the value
 is returned with an :class:`AccuracyWarning` naming the cap that was hit, the estimate and what
-to do (``certify`` gives rigorous brackets).  The estimates are those of the engine: for the
-loss the propagated series tails and rounding (``full_output``'s ``"error"``); for the AGOP
+to do (``certify`` gives rigorous brackets).  The refinement is bounded: at most :data:`MAX_STEPS`
+steps and :data:`MAX_SECONDS` seconds of wall time per call (the warning names the cap hit).
+The estimates are those of the engine: for the loss the propagated series tails and rounding
+(``full_output``'s ``"error"``); for the gradient the same estimates of its moments propagated
+entrywise through its formulas (:func:`popdyn.population_grad`); for the AGOP
 the change of M between two series tolerances a factor 100 apart, in the spectral norm, plus
 its rounding floor (an a-posteriori estimate, not a bound: the rigorous bracket is
 :func:`certify.alignment`).
@@ -31,13 +34,19 @@ RTOL_FLOOR = 1e-16
 ORDER_CAP = 4096
 #: refinement factor of the series tolerance per step
 STEP = 100.0
+#: the most refinement steps (recomputations after the first evaluation) of one call
+MAX_STEPS = 8
+#: the wall-clock budget of the refinement of one call, in seconds: no further refinement step
+#: starts after it (the value reached is returned, with the warning naming this cap)
+MAX_SECONDS = 20.0
 _U = 2.0 ** -53
 
 
 class AccuracyWarning(UserWarning):
     """A float result of popdyn could not be guaranteed within the requested ``rtol``.
 
-    Raised (as a warning) by :func:`popdyn.population_loss` and :func:`popdyn.agop` (and the
+    Raised (as a warning) by :func:`popdyn.population_loss`, :func:`popdyn.population_grad`,
+    :func:`popdyn.loss_and_grad` and :func:`popdyn.agop` (and the
     diagnostics built on them) when the estimated error of the returned value exceeds
     ``rtol·|value| + atol`` after refining the series down to :data:`RTOL_FLOOR` or up to the
     Hermite order cap :data:`ORDER_CAP`.  The message names the quantity, the estimate, the
@@ -80,6 +89,17 @@ def warn(what: str, error: float, target: float, rtol: float, cap: str, advice: 
         f"{what}: estimated error {error:.3g} exceeds the requested accuracy {target:.3g} "
         f"(rtol={rtol:g} relative plus the float64 rounding floor); {cap}. {advice}",
         AccuracyWarning, stacklevel=stacklevel)
+
+
+def budget_cap(steps: int, t0: float):
+    """The name of the refinement cap reached after ``steps`` refinement steps begun at
+    ``time.perf_counter()`` = ``t0`` (:data:`MAX_STEPS`, :data:`MAX_SECONDS`), or None."""
+    import time
+    if steps >= MAX_STEPS:
+        return f"the refinement step cap {MAX_STEPS} was reached"
+    if time.perf_counter() - t0 > MAX_SECONDS:
+        return f"the refinement time cap {MAX_SECONDS:g} s was reached"
+    return None
 
 
 def spectral_norm(M) -> float:

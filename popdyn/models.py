@@ -402,6 +402,48 @@ class RidgeFamily:
         M = self.moments(params, teacher, need="grad", tol=tol)
         return self.loss(params, teacher, M), self.grad(params, teacher, M)
 
+    def _grad_abs(self, params, teacher, M, E):
+        """Entrywise |terms| propagation of the gradient formulas (:mod:`popdyn.objective`)
+        with the moment arrays replaced by the non-negative arrays of ``E`` (dict C, B, A, D,
+        mu0, mu1, mu2, Ct, Bt, At, Dt): with error estimates it bounds the gradient's error to
+        first order, with absolute values it is the size of the gradient's terms."""
+        st = self.student
+        s = st.s
+        aa, cc = np.abs(params.a), abs(params.c)
+        v = np.abs(np.asarray(teacher.weights, dtype=float))
+        vU = v[:, None] * np.abs(teacher.theta * teacher.alpha[:, None])
+        ga = s * (s * (E["C"] @ aa) + cc * E["mu0"] + E["Ct"] @ v)
+        sa = s * aa
+        gb = sa * (s * (E["D"] @ aa) + cc * E["mu1"] + E["Dt"] @ v) if st.bias else 0.0 * aa
+        inner = s * (E["A"] @ aa) + cc * E["mu2"] + E["At"] @ v
+        gW = sa[:, None] * (np.abs(M.theta) * inner[:, None]
+                            + s * (E["B"] @ (aa[:, None] * np.abs(params.W))) + E["Bt"] @ vU)
+        gc = float(sa @ E["mu0"]) if st.intercept else 0.0
+        return Params(ga, gW, gb, gc)
+
+    def grad_error(self, params, teacher, M):
+        """Entrywise estimate of the gradient's error from the moments' error estimates
+        (``need="grad_err"``: truncation tails, coefficient errors and rounding of the Mehler
+        sums, :func:`popdyn._hermite.mehler_moment`), propagated through the formulas of
+        :mod:`popdyn.objective` in absolute values; None when the teacher's cross moments carry
+        no estimate (multi-index teachers)."""
+        eg = getattr(M, "errg", None)
+        if eg is None:
+            return None
+        E = dict(eg, C=M.errC, mu0=M.errmu0, Ct=M.errCt)
+        return self._grad_abs(params, teacher, M, E)
+
+    def grad_scale(self, params, teacher, M):
+        """Entrywise size of the gradient's terms (the scale of its float64 rounding, the
+        ``atol`` of the contract): the formulas with every moment in absolute value, plus
+        |c| and |E[y]| in ∂L/∂c."""
+        E = {k: np.abs(getattr(M, k)) for k in ("C", "B", "A", "D", "mu0", "mu1", "mu2", "Ct",
+                                                 "Bt", "At", "Dt")}
+        g = self._grad_abs(params, teacher, M, E)
+        if self.student.intercept:
+            g = g.replace(c=g.c + abs(params.c) + abs(float(teacher.mean)))
+        return g
+
     def fit_intercept(self, params, teacher) -> Params:
         """``params`` with c = E[y] − s Σ a_j E[σ_j] (the exact minimizer)."""
         st = self.student

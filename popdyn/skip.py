@@ -141,13 +141,18 @@ class SkipFamily(RidgeFamily):
         # r_j = w_j·v = 0 where α_j = 0, so those entries never enter
         e2 = np.where(ok, uc.Dd2[:, 0] / al, 0.0)
         e2z = np.where(ok, uc.Dd2[:, 1] / al, 0.0)
+        self._err_skip = (np.asarray(uc.tails_Dd.err, dtype=float).copy(),
+                          np.where(ok, uc.tails_Dd2.err / al, 0.0),
+                          np.where(ok, uc.tails_Dd2.err / al, 0.0))
         return mu1, e2, e2z, su.theta
 
     def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
         R = super().moments(params, teacher, need=need, tol=tol)
         mu1, e2, e2z, theta = self._units(params, tol)
         tau = None if (teacher is None or need == "student") else self._teacher_tau(teacher, tol)
-        return _SkipMoments(R, mu1, e2, e2z, theta, tau)
+        M = _SkipMoments(R, mu1, e2, e2z, theta, tau)
+        M.err_skip = self._err_skip
+        return M
 
     # -- objective
     def loss(self, params, teacher, M) -> float:
@@ -176,6 +181,33 @@ class SkipFamily(RidgeFamily):
                                        + (r * M.e2z)[:, None] * M.theta)
         gv = s * (W.T @ (a * M.mu1)) - M.tau + v
         return Params(ga, gW, gb, g.c, gv)
+
+    def _skip_abs(self, params, g, mu1, e2, e2z, tau):
+        """|terms| of the skip part of :meth:`grad` added to the ridge part ``g``."""
+        st = self.student
+        s, aa, v, W = st.s, np.abs(params.a), np.abs(params.v), np.abs(params.W)
+        r = W @ v
+        ga = g.a + s * mu1 * r
+        gb = g.b + s * aa * r * e2 if st.bias else g.b
+        gW = g.W + (s * aa)[:, None] * (mu1[:, None] * v[None, :] + (r * e2z)[:, None])
+        gv = s * (W.T @ (aa * mu1)) + tau
+        return Params(ga, gW, gb, g.c, gv)
+
+    def grad_error(self, params, teacher, M):
+        """The ridge part's estimate (:meth:`RidgeFamily.grad_error`) plus the coefficient
+        errors of E[σ′], E[σ″], E[σ″z] in the skip terms (τ = E[y x]: exact linear units)."""
+        g = super().grad_error(params, teacher, M.R)
+        if g is None:
+            return None
+        e = getattr(M, "err_skip", None)
+        if e is None:
+            e = (np.zeros(self.student.m),) * 3
+        return self._skip_abs(params, g, *e, np.zeros(self.student.d))
+
+    def grad_scale(self, params, teacher, M):
+        g = super().grad_scale(params, teacher, M.R)
+        g = self._skip_abs(params, g, np.abs(M.mu1), np.abs(M.e2), np.abs(M.e2z), np.abs(M.tau))
+        return g.replace(v=g.v + np.abs(params.v))
 
     def fit_intercept(self, params, teacher) -> Params:
         return super().fit_intercept(params, teacher)       # E[v·x] = 0: the ridge minimizer

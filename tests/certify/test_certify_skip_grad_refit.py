@@ -11,10 +11,12 @@ data/refs/skip_cert_pins.json pins the loss brackets of the code before its move
 certify/skip.py.
 """
 
+import warnings
+
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import certify
@@ -174,20 +176,37 @@ def test_gated_teacher_refit_is_numerical_and_holds_the_float_value():
 @settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 10_000), act=st.sampled_from(["erf", "gelu", "silu"]),
        teacher=st.sampled_from(["network", "additive"]))
+# the gelu student against the relu network: the smooth side of a pair with a PL partner was
+# truncated at a fixed series tolerance (1e−16, amplitude ~1e−8), ∂L/∂W[1, 2] 1.76e−12 outside
+# the bracket at every rtol; its tolerance now follows rtol (popdyn._moments.pl_partner_tol)
+@example(seed=1037, act="gelu", teacher="network")
 def test_smooth_v_zero_gradient_and_float_inside(seed, act, teacher):
     """Smooth students: v = 0 gives ∂L/∂v = s Wᵀ(a ∘ E[σ′]) − E[y x] and the float engine's
     gradient (an independent implementation: popdyn._hermite quadratures) lies within 1e−12
-    of the rigorous bracket (measured ≤ 1.7e−13 on erf / gelu, the float side's error)."""
+    of the rigorous bracket (measured ≤ 1.7e−13 on erf / gelu, the float side's error); at
+    rtol = 1e−13 the engine may say that it cannot promise that accuracy (an AccuracyWarning,
+    its contract), but every block it does not warn about is within rtol of the bracket."""
     S, p, T = _state(seed, act, teacher)
+    rtol = 1e-13
     for q in (p, p.replace(v=np.zeros(S.d))):
         res = certify.loss(S, q, T, grad=True)
         assert res.provenance == "rigorous"
-        fl = popdyn.population_grad(S, q, T, rtol=1e-13)
+        with warnings.catch_warnings(record=True) as wl:
+            warnings.simplefilter("always", popdyn.AccuracyWarning)
+            fl, info = popdyn.population_grad(S, q, T, rtol=rtol, full_output=True)
         for k in ("a", "W", "b", "v"):
             br = res.grad[k]
             x = getattr(fl, k)
             assert np.all(br.lo - 1e-12 <= x) and np.all(x <= br.hi + 1e-12), k
             assert np.max(br.hi - br.lo) <= 1e-14, k
+        # the contract, per block (a with c, W, b, v): within rtol of the bracket or warned
+        for blk, fields in (("a+c", ("a",)), ("W", ("W",)), ("b", ("b",)), ("v", ("v",))):
+            dev = max(float(np.max(np.maximum(res.grad[f].lo - getattr(fl, f),
+                                              getattr(fl, f) - res.grad[f].hi)))
+                      for f in fields)
+            size = max(float(np.max(np.abs(getattr(fl, f)))) for f in fields)
+            if dev > rtol * size + info["atol"][blk]:
+                assert wl and not info["within_rtol"], (blk, dev, info["error"][blk])
 
 
 def test_gradient_refusals_name_the_reason():
