@@ -117,6 +117,26 @@ def derivative_tail_bound(code: int, al, N: int) -> np.ndarray:
     return np.where(al > 0, out, 0.0)
 
 
+def value_tail_bound(code: int, al, N: int) -> np.ndarray:
+    """Upper bound of Σ_{n>N} S_n², S_n = E[σ(αz + β) h_n], for each α of ``al``: as
+    :func:`derivative_tail_bound` with σ in place of σ′, i.e. the minimum over k = 2 …
+    min(:data:`K_MAX`, N + 1) of α^{2k−1} c_k / (√(2π) (N+1)N…(N−k+2)) (k ≥ 2: σ′ of silu and
+    gelu is not square integrable)."""
+    al = np.asarray(al, dtype=np.float64)
+    N = int(N)
+    kk = min(K_MAX, N + 1)
+    if kk < 2:
+        return np.where(al > 0, np.inf, 0.0)
+    lc = log_derivative_norms(int(code))[:kk - 1]          # c_2 … c_kk
+    k = np.arange(2, kk + 1, dtype=np.float64)
+    lfall = np.cumsum(np.log(np.arange(N + 1, N + 1 - kk, -1, dtype=np.float64)))[1:]
+    with np.errstate(divide="ignore"):
+        la = np.log(al)
+    lb = (2.0 * k[None, :] - 1.0) * la[:, None] + lc[None, :] - _LOG_SQRT_2PI - lfall[None, :]
+    out = np.exp(np.min(lb, axis=1))
+    return np.where(al > 0, out, 0.0)
+
+
 # ------------------------------------------------------------------------ direct quadrature
 def dsigma(code: int, t):
     """σ′(t) of silu, gelu or tanh (float64, overflow-safe)."""
