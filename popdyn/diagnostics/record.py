@@ -29,6 +29,8 @@ from .alignment import Alignment, _alignment, alignment, check_subspace
 from .gates import GateGeometry, gate_geometry
 from .geometry import (NeuronGeometry, _histogram_5, _neuron_geometry, snap_to_axes,
                        teacher_frame)
+from .. import accuracy as _acc
+from .agop import SeriesTails as _SeriesTails, _ridge
 from .refit import KINDS, _check_budget, _refit
 
 #: refit kinds defined for SwiGLU students (``projected`` snaps ridge weights: not defined)
@@ -168,6 +170,7 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
     # training step computed at this state (``_moments``, the same bits)
     M = fam.moments(params, teacher, need="values", tol=rtol) if _moments is None else _moments
     A = np.ascontiguousarray(fam.agop(params, M))
+    A = _agop_tails(fam, params, M, A, rtol)
     # A is exactly symmetric (every family's agop symmetrizes) and S checked: only finiteness
     # is left to check (alignment itself raises the documented error)
     al = _alignment(A, S) if np.isfinite(A).all() else alignment(A, S)
@@ -191,6 +194,32 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
         geo = (gate_geometry(params, S, axes=axes) if fam.geometry_kind == "gate"
                else _neuron_geometry(params, S, axes))
     return Diagnostics(A, al, refits, geo, float(teacher.variance))
+
+
+def _agop_tails(fam, params, M, A, rtol):
+    """``A`` checked against the a-priori bound of its Hermite tails (smooth ridge students:
+    :class:`popdyn.diagnostics.agop.SeriesTails`): unchanged when the bound is below 1% of
+    rtol·‖A‖₂ + atol (always, for closed-form AGOPs), else with the affected entries of B
+    evaluated by quadrature, and an AccuracyWarning when the bound still exceeds the target."""
+    tails = _SeriesTails.of(fam, params)
+    if tails is None or getattr(_ridge(M), "order", None) is None:
+        return A
+    nrm = _acc.spectral_norm(A)
+    target = rtol * nrm + _acc.rounding_floor(fam.student.m + fam.student.d, nrm)
+    tb = tails.error(M)
+    if tb <= 0.01 * target:
+        return A
+    A2, tb2 = tails.repair(M, rtol)
+    if A2 is not None:
+        A, tb = np.ascontiguousarray(A2), tb2
+        nrm = _acc.spectral_norm(A)
+        target = rtol * nrm + _acc.rounding_floor(fam.student.m + fam.student.d, nrm)
+    if tb > target:
+        _acc.warn(f"AGOP of the {getattr(fam.student, 'activation', fam.label)} student", tb,
+                  target, rtol, f"the Hermite order cap {_acc.ORDER_CAP} leaves a tail of "
+                  f"{tb:.3g} (a-priori bound)", "certify.alignment gives rigorous brackets.",
+                  stacklevel=4)
+    return A
 
 
 def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,

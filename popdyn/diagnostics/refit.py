@@ -69,6 +69,8 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .. import _validate as V
+from .. import _tails
+from .. import accuracy as _acc
 from .. import family as _family
 from ..family import RefitProblem, family_of
 from .geometry import snap_to_axes, teacher_frame
@@ -117,6 +119,10 @@ class Refit:
         Whether the cutoff acted on the correlation (equilibrated) matrix.
     params : Params or None
         The refitted student parameters (W, b frozen — snapped W for ``projected`` — and a′, c′).
+    error : float or None
+        The estimated distance of ``risk`` from the infimum of its kind under exact moments
+        (:func:`refit_error`), when the moments' error estimates were available (``None`` for
+        refits of a given :class:`RefitProblem`).
     """
 
     kind: str
@@ -134,6 +140,7 @@ class Refit:
     discarded: np.ndarray | None = None
     equilibrated: bool | None = None
     params: object = field(default=None, repr=False)
+    error: float | None = None
 
     @property
     def gap(self) -> float:
@@ -183,7 +190,8 @@ def _problem_from(student, teacher, M, params=None) -> RefitProblem:
 
 
 # ---------------------------------------------------------------------------- solvers
-def solve_cutoff(prob: RefitProblem, *, rcond: float = 1e-12, equilibrate: bool = True) -> dict:
+def solve_cutoff(prob: RefitProblem, *, rcond: float = 1e-12, equilibrate: bool = True,
+                 _spectrum: bool = False) -> dict:
     """Least squares with a relative eigenvalue cutoff (the ``unrestricted`` refit).
 
     Keeps the eigen-directions of Ĝ = DGD (D = diag(G)^{−1/2} on features of nonzero variance
@@ -225,9 +233,12 @@ def solve_cutoff(prob: RefitProblem, *, rcond: float = 1e-12, equilibrate: bool 
     risk = prob.risk(a)
     lower = _clip_lower(risk - hidden, risk)
     rank = int(np.sum(keep))
-    return dict(head=a, risk=risk, lower=lower, cutoff=rcond, cutoff_abs=float(cut),
-                rank=rank, discarded=discarded, equilibrated=bool(equilibrate),
-                status="full_rank" if rank == m else "truncated")
+    out = dict(head=a, risk=risk, lower=lower, cutoff=rcond, cutoff_abs=float(cut),
+               rank=rank, discarded=discarded, equilibrated=bool(equilibrate),
+               status="full_rank" if rank == m else "truncated")
+    if _spectrum:
+        out["spectrum"] = ((idx, scale[idx], lam, c, keep) if idx.size else None)
+    return out
 
 
 def _clip_lower(lower: float, risk: float) -> float:
@@ -336,19 +347,284 @@ def _check_refit_args(kind, budget, rcond, equilibrate):
     return budget, rcond, bool(equilibrate)
 
 
-def _refit(prob: RefitProblem, kind: str, budget, *, rcond, equilibrate, params=None) -> Refit:
+def _refit(prob: RefitProblem, kind: str, budget, *, rcond, equilibrate, params=None,
+           errors=None, rtol=None, who: str = "") -> Refit:
+    spec = None
     if budget is None:
-        out = solve_cutoff(prob, rcond=rcond, equilibrate=equilibrate)
+        out = solve_cutoff(prob, rcond=rcond, equilibrate=equilibrate, _spectrum=errors is not None)
+        spec = out.pop("spectrum", None)
     else:
         out = solve_ball(prob, budget)
+        if errors is not None and out["status"] in ("interior", "hard_case"):
+            # the ball's minimizer is interior: the equilibrated cutoff solve resolves directions
+            # of small scale that the ball solve leaves out as numerically null
+            alt = solve_cutoff(prob, rcond=rcond, equilibrate=equilibrate)
+            if _norm(alt["head"]) <= budget and alt["risk"] < out["risk"]:
+                out = dict(head=alt["head"], risk=alt["risk"], lower=alt["lower"],
+                           multiplier=0.0, status="interior")
         n = float(np.linalg.norm(out["head"]))
         if not n <= budget:                  # pragma: no cover - guarded by _into_ball
             raise RuntimeError(f"refit head violates ‖a′‖ ≤ {budget}: ‖a′‖ = {n}")
     a = out.pop("head")
     c = prob.intercept(a)
     new = None if params is None else params.replace(a=a, c=c)
+    err = None
+    if errors is not None:
+        est = refit_error(prob, a, out["risk"], out["lower"], errors, spec, budget,
+                          out.get("multiplier"))
+        err = est["error"]
+        if rtol is not None:
+            target = rtol * max(out["risk"], 0.0) + est["atol"]
+            if not err <= target:
+                _warn_refit(kind, who, est, target, rtol, rcond if budget is None else None)
     return Refit(kind=kind, variance=prob.variance, head=a, intercept=c, params=new,
-                 budget=budget, **out)
+                 budget=budget, error=err, **out)
+
+
+# ---------------------------------------------------------------------------- error estimate
+_U = 2.0 ** -53
+
+
+def _finite_sum(student, teacher) -> bool:
+    """Whether E[σ_j y] is a finite Hermite sum: a piecewise-linear student against an additive
+    teacher with a polynomial link (the Mehler sum stops at the link's degree, so it has no
+    truncation error; the engine's ``errCt`` there is its coefficient-error allowance, which
+    is far above the rounding of a nearly affine unit's coefficients)."""
+    act = getattr(student, "act", None)
+    link = getattr(teacher, "link", None)
+    return (act is not None and getattr(act, "kind", None) == "pl" and link is not None
+            and bool(getattr(link, "is_polynomial", False)))
+
+
+def _smooth_errC(student, params, R, errC):
+    """The error estimate of C for a smooth ridge student (silu, gelu, tanh): the smaller of the
+    engine's ``errC`` (whose coefficient-error allowance dominates at small tolerances) and
+    the a-priori bound of the truncation |ρ_ij|^{N+1}√(t_i t_j)
+    (:func:`popdyn._tails.value_tail_bound` at the moments' order N) plus 8u√(C_iiC_jj)."""
+    code = getattr(getattr(student, "act", None), "code", None)
+    th = getattr(R, "theta", None)
+    C = getattr(R, "C", None)
+    N = getattr(R, "order", None)
+    if code not in _tails.CODES or th is None or C is None or N is None or params is None:
+        return errC
+    W = np.asarray(params.W, dtype=np.float64)
+    al = np.sqrt(np.einsum("ij,ij->i", W, W))
+    t = np.sqrt(_tails.value_tail_bound(int(code), al, int(N)))
+    rho = np.clip(np.asarray(th) @ np.asarray(th).T, -1.0, 1.0)
+    with np.errstate(under="ignore"):
+        P = np.abs(rho) ** (int(N) + 1)
+    np.fill_diagonal(P, 1.0)
+    dC = np.sqrt(np.abs(np.diag(C)))
+    apriori = P * np.outer(t, t) + 8.0 * _U * np.outer(dC, dC)
+    return np.minimum(errC, apriori)
+
+
+def _smooth_errg(student, params, R, teacher, err):
+    """The error estimate of E[σ_j y] for a smooth ridge student (silu, gelu, tanh): the
+    smaller of the engine's (``errCt`` summed with the teacher's weights) and √(t_j E[y²]) plus
+    8u√(C_jjE[y²]), t_j the a-priori tail bound of σ_j's series at the moments' order
+    (Cauchy–Schwarz on the discarded part of σ_j; the teacher side's own truncation is the
+    engine's, below its tolerance)."""
+    code = getattr(getattr(student, "act", None), "code", None)
+    C = getattr(R, "C", None)
+    N = getattr(R, "order", None)
+    y2 = getattr(teacher, "second_moment", None)
+    if code not in _tails.CODES or C is None or N is None or params is None or y2 is None:
+        return err
+    W = np.asarray(params.W, dtype=np.float64)
+    al = np.sqrt(np.einsum("ij,ij->i", W, W))
+    t = _tails.value_tail_bound(int(code), al, int(N))
+    y2 = abs(float(y2))
+    apriori = np.sqrt(t * y2) + 8.0 * _U * np.sqrt(np.abs(np.diag(C)) * y2)
+    return np.minimum(err, apriori)
+
+
+def refit_errors(prob: RefitProblem, M=None, teacher=None, student=None, params=None):
+    """(eG, eg): entrywise error estimates of the refit problem's G and g.
+
+    G = s²(C − μ0μ0ᵀ) and g = s(E[σ y] − μ0E[y]) are differences of uncentered moments, so
+    besides the engine's error estimates of C, μ0 and E[σ y] (``M.errC``, ``M.errmu0``,
+    ``M.errCt`` of the ridge moments, when ``M`` carries them; not ``errCt`` of a finite sum,
+    :func:`_finite_sum`) each entry carries the rounding
+    of its two terms, 8u·s²(|C_ij| + |μ_iμ_j|) and 8u·s(|E[σ_i y]| + |μ_i E[y]|) (u = 2⁻⁵³).
+    For a nearly affine feature (|w_j| ≪ |b_j|) these are large next to the centered variance
+    G_jj ~ s²|w_j|² (module docstring), which is what makes its refit inaccurate.
+    """
+    s = float(prob.s)
+    mu = np.abs(np.asarray(prob.mu0, dtype=np.float64))
+    mm = np.outer(mu, mu)
+    Cabs = np.abs(prob.G) / (s * s) + mm if s != 0 else mm
+    eG = (s * s) * (8.0 * _U) * (Cabs + mm)
+    ey = abs(float(prob.mean_y))
+    eg = (8.0 * _U) * (np.abs(prob.g) + 2.0 * abs(s) * mu * ey)
+    R = getattr(M, "R", M)
+    if R is not None and not isinstance(R, np.ndarray):
+        m = prob.m
+        errC = getattr(R, "errC", None)
+        emu = getattr(R, "errmu0", None)
+        if emu is None or np.shape(emu) != (m,):
+            emu = np.zeros(m)
+        emu = np.asarray(emu, dtype=np.float64)
+        if errC is not None and np.shape(errC) == (m, m):
+            errC = _smooth_errC(student, params, R, np.abs(errC))
+            eG = eG + (s * s) * (errC + np.outer(emu, mu) + np.outer(mu, emu))
+        eg = eg + abs(s) * emu * ey
+        errCt = getattr(R, "errCt", None)
+        Ct = getattr(R, "Ct", None)
+        v = None if teacher is None else getattr(teacher, "weights", None)
+        if (errCt is not None and v is not None and np.ndim(errCt) == 2
+                and np.shape(errCt)[0] == m and np.shape(errCt)[1] == np.size(v)
+                and not _finite_sum(student, teacher)):
+            va = np.abs(np.asarray(v, dtype=np.float64).ravel())
+            eg = eg + abs(s) * _smooth_errg(student, params, R, teacher, np.abs(errCt) @ va)
+            if Ct is not None and np.shape(Ct) == np.shape(errCt):
+                eg = eg + abs(s) * (8.0 * _U) * (np.abs(Ct) @ va)
+    dr = np.asarray(prob.dropped, bool)
+    lost = None
+    if np.any(dr):
+        lost = _dropped_rows(prob, M, teacher, dr, eG, eg)
+        eG[dr, :] = 0.0
+        eG[:, dr] = 0.0
+        eg = np.where(dr, 0.0, eg)
+    return RefitErrors(0.5 * (eG + eG.T), eg, lost)
+
+
+class RefitErrors(tuple):
+    """(eG, eg, dropped) of :func:`refit_errors`; ``dropped`` is None or the tuple
+    (index, G rows, g, eG rows, eg) of the features the problem dropped, from the raw moments.
+    ``affine`` (:func:`affine_problem`): None or (index, rows λ_jw_j, eCx, egx, mask) — the
+    rebuilt features share the errors eCx of Cov(x, σ_k) and egx of Cov(x, y)."""
+
+    def __new__(cls, eG, eg, dropped=None, affine=None):
+        obj = super().__new__(cls, (eG, eg, dropped))
+        obj.affine = affine
+        return obj
+
+
+def _dropped_rows(prob, M, teacher, dr, eG, eg):
+    """The raw rows G_j· = s²(C_j· − μ_jμ0ᵀ) and g_j = s(E[σ_j y] − μ_jE[y]) of the features
+    the problem dropped (ridge moments only: ``M`` with C, Ct and the teacher's weights), with
+    their error estimates; None otherwise."""
+    C = getattr(M, "C", None)
+    Ct = getattr(M, "Ct", None)
+    v = None if teacher is None else getattr(teacher, "weights", None)
+    m = prob.m
+    if (C is None or Ct is None or v is None or hasattr(M, "R") or np.shape(C) != (m, m)
+            or np.ndim(Ct) != 2 or np.shape(Ct)[1] != np.size(v)):
+        return None
+    s = float(prob.s)
+    mu = np.asarray(prob.mu0, dtype=np.float64)
+    j = np.flatnonzero(dr)
+    Gj = (s * s) * (np.asarray(C)[j, :] - np.outer(mu[j], mu))
+    gj = s * (np.asarray(Ct)[j, :] @ np.asarray(v, dtype=np.float64).ravel() - mu[j] * prob.mean_y)
+    return j, Gj, gj, eG[j, :].copy(), eg[j].copy()
+
+
+def refit_error(prob: RefitProblem, head, risk: float, lower: float, errors, spectrum=None,
+                budget=None, multiplier=None):
+    """The estimated error of a refit's ``risk`` as the infimum of its kind (a dict).
+
+    * ``data``: the first-order change of the optimal value under the entrywise errors
+      (eG, eg) of G and g (:func:`refit_errors`): |a′|ᵀeG|a′| + 2 eg·|a′| at the returned head
+      (the optimal value's derivative with respect to G is a′a′ᵀ and to g is −2a′, for the
+      unrestricted and the ball-constrained minimum alike);
+    * ``solver``: risk − lower (the gains of the directions a cutoff solve discarded above its
+      noise floor; the dual gap of a ball solve);
+    * ``cutoff`` (cutoff solves): every discarded eigen-direction k of the (equilibrated) Gram
+      matrix, c_k the component of g on it, may lower the risk by c_k²/λ_k; with λ_k and c_k
+      known only to ε_λ = ‖D eG D‖₂ and ε_c = ‖D eg‖₂ (D the equilibration) the estimate is
+      Σ_k (|c_k| + ε_c)²/(max(λ_k, 0) + ε_λ): the gain of a direction whose eigenvalue is
+      resolved (λ_k ≫ ε_λ), and of an unresolved one the size its data allow (a tiny or nearly
+      affine feature with a real correlation with y gives a large value, an exactly duplicated
+      feature — c_k and λ_k both at rounding level — a negligible one); likewise every
+      feature the problem dropped as numerically constant (from its raw moments, ridge
+      students), with the gain (|G_j·a′ − g_j| + noise)²/(max(G_jj, 0) + eG_jj), raised to the
+      risk itself when the gradient G_j·a′ − g_j is resolved (above 4× its noise) while G_jj
+      is not: the feature then lowers the risk by an amount the float data cannot bound (in a
+      ball ‖a′‖ ≤ B with multiplier μ the gain is (|G_j·a′ − g_j| + noise)²/(max(G_jj, 0) +
+      eG_jj + μ), and at most 4B(|G_j·a′ − g_j| + noise) since the head moves by at most 2B).
+
+    ``error`` = data + max(solver, cutoff); ``atol`` = 8(m + 2)u·(V + 2|g|·|a′| + |a′|ᵀ|G||a′|),
+    the rounding floor of evaluating the risk.
+    """
+    eG, eg, lost = errors
+    a = np.asarray(head, dtype=np.float64)
+    aa = np.abs(a)
+    data = float(aa @ (eG @ aa) + 2.0 * (eg @ aa))
+    aff = getattr(errors, "affine", None)
+    if aff is not None and aff[0].size:
+        # the rebuilt features enter through v = Σ_j a′_j λ_j w_j (their errors are shared):
+        # δR = 2s²vᵀδCx a′_reg − 2s vᵀδgx (first order)
+        j, Wj, eCx, egx, mask = aff
+        s = float(prob.s)
+        v = np.abs(Wj.T @ a[j])
+        reg = np.abs(np.where(mask, 0.0, a))
+        data += float(2.0 * s * s * (v @ (eCx @ reg)) + 2.0 * abs(s) * (v @ egx))
+    solver = max(float(risk) - float(lower), 0.0)
+    cut = 0.0
+    if spectrum is not None:
+        idx, sc, lam, c, keep = spectrum
+        if np.any(~keep):
+            De = sc[:, None] * eG[np.ix_(idx, idx)] * sc[None, :]
+            e_lam = float(np.linalg.norm(De, 2)) if De.size else 0.0
+            e_c = float(np.linalg.norm(sc * eg[idx]))
+            dk = ~keep
+            den = np.maximum(lam[dk], 0.0) + e_lam
+            num = (np.abs(c[dk]) + e_c) ** 2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gains = np.where(den > 0, num / np.where(den > 0, den, 1.0),
+                                 np.where(num > 0, np.inf, 0.0))
+            cut = float(np.sum(gains))
+    if lost is not None:
+        # a dropped feature j (numerically constant) may still lower the risk: by
+        # (∂R/∂a_j)²/(4 G_jj), with ∂R/∂a_j = 2(G_j·a′ − g_j) and G_jj not resolved above its
+        # error eG_jj
+        j, Gj, gj, eGj, egj = lost
+        noise = egj + eGj @ aa
+        grad = np.abs(Gj @ a - gj)
+        num = grad + noise
+        den = np.maximum(Gj[np.arange(j.size), j], 0.0) + eGj[np.arange(j.size), j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gains = np.where(den > 0, num * num / np.where(den > 0, den, 1.0),
+                             np.where(num > 0, np.inf, 0.0))
+        if budget is None:
+            # a resolved gradient (above 4× its noise) on a feature whose variance is not
+            # resolved: the gain is at least the value above and may be as large as the risk
+            gains = np.where(grad > 4.0 * noise, np.maximum(gains, max(float(risk), 0.0)), gains)
+        else:
+            # in the ball: the multiplier μ of the constraint regularizes the new coordinate
+            # (gain (|∂R/∂a_j|/2)²/(G_jj + μ)), and the head moves by at most 2B
+            mu = float(multiplier or 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                reg = np.where(den + mu > 0, num * num / np.where(den + mu > 0, den + mu, 1.0),
+                               np.where(num > 0, np.inf, 0.0))
+            gains = np.minimum(reg, 4.0 * float(budget) * num)
+            # a resolved gradient where neither G_jj nor μ is resolved: up to the risk itself
+            loose = (grad > 4.0 * noise) & (mu <= eGj[np.arange(j.size), j])
+            gains = np.where(loose, np.maximum(gains, np.minimum(
+                max(float(risk), 0.0), 4.0 * float(budget) * num)), gains)
+        cut += float(np.sum(gains))
+    scale = (float(prob.variance) + 2.0 * float(np.abs(prob.g) @ aa)
+             + float(aa @ (np.abs(prob.G) @ aa)))
+    atol = 8.0 * (prob.m + 2) * _U * scale
+    err = data + max(solver, cut)
+    return {"error": err, "data": data, "solver": solver, "cutoff": cut, "atol": atol}
+
+
+def _warn_refit(kind, who, est, target, rtol, rcond):
+    parts = []
+    if rcond is not None and est["cutoff"] > 0.1 * target:
+        parts.append(f"the eigenvalue cutoff rcond={rcond:g} discarded directions that may "
+                     f"lower the risk by ~{est['cutoff']:.3g} (the value is a restricted refit; "
+                     "a smaller rcond keeps them)")
+    if est["data"] > 0.1 * target:
+        parts.append(f"the moments' errors move the optimum by ~{est['data']:.3g} (a feature of "
+                     "tiny or nearly affine variance needs a huge head)")
+    if not parts:
+        parts.append(f"the solver's gap is {est['solver']:.3g}")
+    _acc.warn(f"refit risk ({kind}){who}", est["error"], target, rtol, "; ".join(parts),
+              "certify.refit_risk gives rigorous brackets.", stacklevel=4)
+
 
 
 def check_kind(kind) -> str:
@@ -382,7 +658,13 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
     equilibrate : bool
         Apply the cutoff to the equilibrated (correlation) matrix (default, as in the paper).
     rtol : float
-        Series tolerance for smooth activations / non-polynomial links.
+        Requested accuracy of ``risk`` relative to the infimum of its kind, a contract: the risk
+        is returned when its estimated error (:func:`refit_error`: the moments' errors, the
+        directions a cutoff discarded, the dropped features) is within rtol·risk plus the
+        rounding floor, else with an :class:`popdyn.AccuracyWarning` naming the cause.  The
+        moments are computed at the series tolerance rtol and, when their error estimate is
+        what exceeds the target, again at rtol/100 and rtol/10⁴.  Nearly affine features of
+        piecewise-linear students are rebuilt from their linear form (:func:`affine_problem`).
 
     Returns
     -------
@@ -420,10 +702,118 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         S, axes = teacher_frame(teacher if U is None else U, student.d)
         W = getattr(params, fam.first_layer)
         params = params.replace(**{fam.first_layer: snap_to_axes(W, S, axes)})
-    prob = fam.refit_problem(params, teacher, fam.moments(params, teacher, need="loss", tol=rtol))
     if kind == "same_budget":
         budget = float(np.linalg.norm(params.a))
-    return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate), params=params)
+    who = f" of the {getattr(student, 'activation', fam.label)} student"
+    tol = rtol
+    while True:
+        Mo = fam.moments(params, teacher, need="loss", tol=tol)
+        prob = fam.refit_problem(params, teacher, Mo)
+        fixed = affine_problem(student, params, teacher, prob, tol)
+        if fixed is not None:
+            prob, errors = fixed
+        else:
+            errors = refit_errors(prob, Mo, teacher, student, params)
+        last = tol <= _acc.RTOL_FLOOR or tol <= rtol * 1e-4
+        r = _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate),
+                   params=params, errors=errors, rtol=min(rtol, 0.5) if last else None, who=who)
+        if last or r.error is None:
+            return r
+        est = refit_error(prob, r.head, r.risk, r.lower, errors, None, budget, r.multiplier)
+        if r.error <= min(rtol, 0.5) * max(r.risk, 0.0) + est["atol"]:
+            return r
+        if est["data"] <= 0.5 * r.error:     # not the moments' series: tightening cannot help
+            return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate),
+                          params=params, errors=errors, rtol=min(rtol, 0.5), who=who)
+        tol = max(tol / _acc.STEP, _acc.RTOL_FLOOR)
+
+
+#: |b_j| > AFFINE_RATIO·|w_j|: a piecewise-linear unit is affine to within e^{−(b/|w|)²/2} < e^{−50}
+AFFINE_RATIO = 10.0
+#: the bias of the helper units x_i + HELPER_BIAS (affine to within e^{−800})
+HELPER_BIAS = 40.0
+
+
+def affine_problem(student, params, teacher, prob, rtol):
+    """The refit problem with the nearly affine features of a piecewise-linear ridge student
+    rebuilt from their exact linear form, and its error estimates; None when there are none.
+
+    A unit σ = p·relu + q·id with |b_j| > :data:`AFFINE_RATIO`·|w_j| equals, up to
+    e^{−(b_j/|w_j|)²/2}, the affine function λ_j(w_j·x) + const with λ_j = p + q (b_j > 0) or q
+    (b_j < 0).  Its centered variance s²λ_j²|w_j|² is lost in C_jj − μ_j² when |w_j|² ≲ ε b_j²
+    (module docstring), yet a refit can use it with a head ~1/|w_j| (it is the linear feature
+    w_j·x/|w_j|).  Here its covariances are taken from the linear form instead:
+    Cov(w_j·x, σ_k) = Σ_i w_ji Cov(x_i, σ_k), Cov(w_j·x, w_l·x) = w_j·w_l and
+    Cov(w_j·x, y) = Σ_i w_ji Cov(x_i, y), with Cov(x_i, ·) from the engine's moments of the helper
+    units σ(x_i + 40) = (p + q)(x_i + 40) (affine to within e^{−800}) appended to the student,
+    where the cancellation is only a factor 40.  A feature with λ_j = 0 (relu, b_j < 0) is zero
+    to within e^{−(b_j/|w_j|)²/2} and dropped.  Ridge students with a piecewise-linear activation
+    and biases only.
+    """
+    fam = family_of(student)
+    act = getattr(student, "act", None)
+    if (getattr(fam, "name", None) != "ridge" or act is None or act.kind != "pl"
+            or not student.bias or not np.all(np.isfinite(params.W))):
+        return None
+    W = np.asarray(params.W, dtype=np.float64)
+    b = np.asarray(params.b, dtype=np.float64)
+    al = np.sqrt(np.einsum("ij,ij->i", W, W))
+    aff = (al > 0) & (np.abs(b) > AFFINE_RATIO * al)
+    if not np.any(aff):
+        return None
+    from ..models import Params, Student
+    m, d = W.shape
+    kap = float(act.p + act.q)
+    if kap == 0.0:
+        return None
+    lam = np.where(b > 0, kap, float(act.q))
+    helper = Student(d=d, m=m + d, activation=student.activation,
+                     negative_slope=getattr(student, "negative_slope", 0.01))
+    hp = Params(np.zeros(m + d), np.vstack([W, np.eye(d)]),
+                np.concatenate([b, np.full(d, HELPER_BIAS)]), 0.0)
+    hfam = helper.family
+    Mh = hfam.moments(hp, teacher, need="loss", tol=rtol)
+    Ph = hfam.refit_problem(hp, teacher, Mh)            # s = 1: unscaled covariances
+    Cx = Ph.G[m:, :m] / kap                              # Cov(x_i, σ_k)
+    gx = Ph.g[m:] / kap                                  # Cov(x_i, y)
+    s = float(prob.s)
+    G = np.array(prob.G, dtype=np.float64, copy=True)
+    g = np.array(prob.g, dtype=np.float64, copy=True)
+    dropped = np.array(prob.dropped, bool, copy=True)
+    eG, eg, _ = refit_errors(prob, None, teacher, student)
+    mu = np.abs(np.asarray(Mh.mu0[:m], dtype=np.float64))
+    ey = abs(float(teacher.mean))
+    # rounding of the helper covariances: their terms are ~HELPER_BIAS·|μ_k| and ~HELPER_BIAS·|E[y]|
+    eCx = 4.0 * _U * (np.abs(Cx) + (HELPER_BIAS + 1.0) * mu[None, :])
+    egx = 4.0 * _U * (np.abs(gx) + (HELPER_BIAS + 1.0) * ey + np.abs(Mh.Ct[m:] @ np.abs(
+        np.asarray(teacher.weights, dtype=np.float64).ravel())) / max(kap, 1e-300))
+    j = np.flatnonzero(aff)
+    Wj = W[j] * lam[j, None]
+    rows = (s * s) * (Wj @ Cx)                           # Cov(λ_j w_j·x, σ_k)
+    G[j, :] = rows
+    G[:, j] = rows.T
+    eG[j, :] = 0.0                                       # (the helper errors: ``affine`` below)
+    eG[:, j] = 0.0
+    lin = (s * s) * (Wj @ Wj.T)
+    G[np.ix_(j, j)] = lin
+    eG[np.ix_(j, j)] = 4.0 * _U * (s * s) * (np.abs(Wj) @ np.abs(Wj).T)
+    g[j] = s * (Wj @ gx)
+    eg[j] = 0.0
+    zero = lam[j] == 0.0
+    dropped[j] = zero
+    dr = dropped
+    if np.any(dr):
+        G[dr, :] = 0.0
+        G[:, dr] = 0.0
+        g[dr] = 0.0
+        eG[dr, :] = 0.0
+        eG[:, dr] = 0.0
+        eg[dr] = 0.0
+    G = 0.5 * (G + G.T)
+    new = RefitProblem(G, g, prob.variance, prob.mean_y, prob.mu0, prob.s, dropped)
+    keep = ~zero
+    return new, RefitErrors(0.5 * (eG + eG.T), eg, None,
+                            (j[keep], Wj[keep], eCx, egx, aff & ~dropped))
 
 
 # ---------------------------------------------------------------------------- bounded refit
