@@ -176,7 +176,7 @@ def test_quick_verdict_structure():
                          "alignment preserved", "loss flat during alignment",
                          "rate ≥ Hessian bound", "rate = Hessian model", "finite n"]
     assert all(p.role == "claim" for p in v.parts[:8])
-    assert all(p.role == "control" for p in v.parts[8:]) and len(v.parts) == 12
+    assert all(p.role == "control" for p in v.parts[8:]) and len(v.parts) == 13
     assert v.verdict in VERDICTS and all(p.verdict in VERDICTS for p in v.parts)
     assert all(p.provenance == "numerical" for p in v.parts)
     assert v.settings["preset"] == "quick" and v.settings["d"] == 4
