@@ -33,8 +33,13 @@ popdyn's W_jk ~ N(0, σ²/d) (setting ``heads = "norm"``: positive head magnitud
 concentrated at σ, the nearest reading of the summaries' χ²-type law, not necessarily the
 paper's), and reads whether it is kept at every update.  With ``heads = "half_normal"``
 (|a_j| = |N(0, σ²)|) a head can lose its sign in the linear regime (:func:`init_state`): that is
-the reason for a concentrated head law, and a control counts it.  Neuron j is *aligned* when α_j = sign(a_j)·cos(w_j, β) is near 1 (a₁ > 0 with
-w₁ ∥ β, a₂ < 0 with w₂ ∥ −β).
+the reason for a concentrated head law, and a control counts it.  Neuron j is *aligned* when
+α_j = sign(a_j)·cos(w_j, β) is near 1 (a₁ > 0 with w₁ ∥ β, a₂ < 0 with w₂ ∥ −β).
+
+Settings: ``data/configs/linear_target_phases.toml`` (``quick``: d = 8, σ = 1e−6, 4 seeds;
+``full``: d = 32, σ = 1e−8, 16 seeds; both η = 0.1, the summaries' experimental step).  The loss
+is popdyn's L = ½E[(f − y)²] and GD is θ ← θ − η∇L (popdyn's ``train(method="gd", lr=η)``,
+standard scaling); the paper's normalization of the loss is not known here.
 
 Declared thresholds (settings)
 ------------------------------
@@ -95,7 +100,7 @@ Not tested
 The theorem's explicit conditions and constants (σ range, step bound, rate constant, sample
 constant C in n ≥ C d), its probability statements (only finite seed counts here), its
 uniform-concentration results along the trajectory, the paper's χ²-type output-weight law, its
-multi-output extension, its d = 100 experiments (the check runs d = 16 / 32), widths k > 2 beyond
+multi-output extension, its d = 100 experiments (the check runs d = 8 / 32), widths k > 2 beyond
 the reported control, and the landscape characterization (the non-strict saddles themselves are
 not located or certified).
 

@@ -188,3 +188,16 @@ def test_quick_verdict_structure():
         assert p.verdict == "pass", p.report()
     # nothing measured is an undecided bracket, never a NaN (a Verdict rejects NaN brackets)
     assert all(not math.isnan(x) for p in v.parts for x in p.bracket)
+
+
+def test_init_state_heads_and_bad_input():
+    st, te, beta = LT.problem(5, 2)
+    p = LT.init_state(st, 3, 1e-3, pattern=True)
+    assert p.a[0] > 0 > p.a[1]
+    assert np.abs(p.a) == pytest.approx(np.linalg.norm(p.W, axis=1), rel=1e-15)
+    q = LT.init_state(st, 3, 1e-3, pattern=True, heads="half_normal")
+    assert np.array_equal(np.abs(q.a), np.abs(st.init(3, 1e-3).a)) and q.a[0] > 0 > q.a[1]
+    with pytest.raises(ValueError, match="heads"):
+        LT.init_state(st, 3, 1e-3, pattern=True, heads="chi2")
+    with pytest.raises(ValueError, match="m = 2"):
+        LT.init_state(LT.problem(5, 3)[0], 3, 1e-3, pattern=True)
