@@ -12,7 +12,8 @@ Registered checks: ``reaction_transport``, ``balancedness``, ``gauge_separation`
 hypotheses :mod:`proofs_checks.theorem41` reports),
 ``skip_spurious_minima`` (certified spurious minima of bias-free relu students and the learned
 skip), ``skip_benign``, ``direction_count``, ``teacher_span`` (skip connections and planar
-features), ``learnability`` (teacher learnability).  Other packages add theirs through the
+features), ``learnability`` (teacher learnability), ``linear_target_phases`` (both layers of a
+ReLU network learning a linear target: Tinaz, Xie, Soltanolkotabi).  Other packages add theirs through the
 entry-point group ``popdyn.checks`` (:func:`load_plugins`).
 """
 from ._core import (CHECKS, ENTRY_POINT_GROUP, KINDS, PROVENANCES, VERDICTS, Check, Verdict,

@@ -54,6 +54,7 @@ def test_all_quick_runs_and_reports(all_quick):
     for name in EXPECTED:
         assert name in out
     assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "plateau_alignment_prefix",
+                                                   "linear_target_phases",
                                                    "skip_spurious_minima",
                                                    "skip_benign", "direction_count",
                                                    "teacher_span", "learnability"}
