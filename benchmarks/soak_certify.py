@@ -43,7 +43,7 @@ than the gated ones, SwiGLU students against additive or network teachers.
 References (``--reference``).  ``mpmath``: tests/certify/_ref.py (outer tanh–sinh of one unit
 times the textbook conditional mean of the other; tanh / silu pairs by the nested trapezoid with
 the Trefethen–Weideman bound, ``--rule``).  ``arb`` (default): the same integrals integrated
-rigorously in Arb (benchmarks/_soak_ref_arb.py: ``acb.integral`` on the 1-D integrals, the
+rigorously in Arb (tests/certify/_ref_arb.py: ``acb.integral`` on the 1-D integrals, the
 nested trapezoid evaluated in Arb, acb.integral inside acb.integral where the trapezoid would
 need too many nodes), 10–40 times faster.  Neither uses popdyn's or certify's moment code.
 Because Arb's elementary functions are shared with certify, every ``--recheck-every``-th case
@@ -233,7 +233,7 @@ def _backend(kind: str, dps: int):
     import _ref as R
     R.RULE = OPT["rule"]
     if kind == "arb":
-        import _soak_ref_arb as A
+        import _ref_arb as A
         return A.installed(dps)
     return contextlib.nullcontext({})
 
@@ -246,9 +246,9 @@ def _F(x):
 def _rad():
     """The radius of the last _ref.pair / _ref.mean value (arb backend), else None."""
     import _ref as R
-    if getattr(R.pair, "__module__", "") != "_soak_ref_arb":
+    if getattr(R.pair, "__module__", "") != "_ref_arb":
         return None
-    import _soak_ref_arb as A
+    import _ref_arb as A
     return A.LAST_RAD
 
 
@@ -435,9 +435,11 @@ def reference_ridge(i, seed, kind, dps, want=None):
             L, ey, ey2, _, _, _, refit = gated_refs.reference(S, p, gate, np.eye(2), 1.0, dps)
             src = kind
             vals = {"loss": _V(L, None, src),
-                    # E[y] = 0 exactly for y = F(s)t (not a moment)
-                    "mean_y": _V(ey, 0 if gate != "rotation" else None, src),
-                    "variance": _V(ey2 - ey * ey, None, src),
+                    # E[y] = 0 exactly for y = F(s)t (not a moment); for the rotation
+                    # (s² − t²)/2 on U = I, E[y] = 0 and E[y²] = 1 are exact polynomial
+                    # moments (exact rationals in both references)
+                    "mean_y": _V(ey, 0, src),
+                    "variance": _V(ey2 - ey * ey, 0 if gate == "rotation" else None, src),
                     "refit unrestricted": _V(refit["unrestricted"], None, src),
                     "refit same_budget": _V(refit["same_budget"], None, src),
                     "refit bounded": _V(refit["bounded_0.5"], None, src)}
@@ -492,13 +494,13 @@ def reference_skip(i, seed, kind, dps, want=None):
 
 def reference_swiglu(i, seed, kind, dps, want=None):
     """data/_precompute/swiglu_gated_refs.py at dps + 5 digits; with the arb reference its
-    2-D moments are evaluated in Arb (_soak_ref_arb.sg_moment: the same rules)."""
+    2-D moments are evaluated in Arb (_ref_arb.sg_moment: the same rules)."""
     import contextlib
     import swiglu_gated_refs as SG
     name, inp = draw_swiglu_gated(i, seed)
     SG.mp.mp.dps = dps + 5
     if kind == "arb":
-        import _soak_ref_arb as A
+        import _ref_arb as A
         cm = A.swiglu_installed(dps + 5)
     else:
         cm = contextlib.nullcontext()

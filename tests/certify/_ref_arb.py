@@ -55,9 +55,11 @@ from fractions import Fraction
 
 from flint import acb, arb, ctx as fctx
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.join(ROOT, "tests", "certify") not in sys.path:
-    sys.path.append(os.path.join(ROOT, "tests", "certify"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+for _p in (HERE, os.path.join(ROOT, "data", "_precompute")):
+    if _p not in sys.path:
+        sys.path.append(_p)
 
 import _ref as R  # noqa: E402
 
