@@ -6,8 +6,8 @@ Usage: python benchmarks/soak_certify.py [--cases N] [--start K] [--seed S] [--w
        [--family ridge|skip|swiglu_gated|all] [--smooth-nets] [--recheck-every K]
        [--recheck-timeout SEC] [--float-timeout SEC] [--with-hypothesis]
 
-The full soak (measured on cases 0–66 of seed 19000 at ``--family all``: 1.9 CPU-s a case —
-reference 0.74, certify 0.64, float side 0.17, mpmath re-checks 0.37 — so about 2.7 hours for
+The full soak (measured on cases 0–129 of seed 19000 at ``--family all``: 1.53 CPU-s a case —
+reference 0.59, certify 0.53, float side 0.10, mpmath re-checks 0.31 — so about 2.1 hours for
 10,000 cases on two dedicated cores; a huge tanh / silu neuron costs 10–55 CPU-s, mostly
 certify and the nested trapezoid; the report's ``timing`` block has the figures of a run):
 
