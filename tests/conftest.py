@@ -1,7 +1,28 @@
-"""Shared pytest configuration: a hypothesis profile without deadlines (the first call of a
-numba kernel pays its compile time) and with derandomized, reproducible examples."""
+"""Shared pytest configuration: hypothesis profiles without deadlines (the first call of a
+numba kernel pays its compile time) and with derandomized, reproducible examples.
+
+Profiles (``HYPOTHESIS_PROFILE`` selects one; default ``popdyn``):
+
+* ``popdyn`` -- each test's own ``@settings(max_examples=...)`` (hypothesis' 100 without one);
+* ``soak`` -- the nightly size: 25 times each test's examples (:data:`SOAK_FACTOR`; 2500 for a
+  test without its own ``max_examples``), no deadline.  A profile only sets the default that a
+  test's own ``@settings`` overrides, so the scaling is applied per test at collection
+  (:func:`_scale_examples`): the settings attached to every collected hypothesis test are
+  replaced by the same settings with ``max_examples`` multiplied and ``deadline=None`` (the
+  profile itself keeps the default 100, so that nothing is multiplied twice).
+
+``python -m pytest --hypothesis-soak tests/certify tests/popdyn`` selects the ``soak`` profile and
+runs only the hypothesis tests (the others are deselected); ``HYPOTHESIS_PROFILE=soak`` alone
+scales the property tests of whatever is collected.  benchmarks/soak_certify.py
+``--with-hypothesis`` runs the former after its cases.
+"""
+import os
+
 import pytest
 from hypothesis import HealthCheck, settings
+
+#: how many times each test's examples the ``soak`` profile runs
+SOAK_FACTOR = 25
 
 settings.register_profile(
     "popdyn",
@@ -9,7 +30,46 @@ settings.register_profile(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("popdyn")
+# the soak profile keeps the default max_examples: the factor is applied once, per test, by
+# _scale_examples (a test without its own @settings inherits the profile's default, which would
+# otherwise be multiplied twice)
+settings.register_profile(
+    "soak",
+    parent=settings.get_profile("popdyn"),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.filter_too_much],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "popdyn"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--hypothesis-soak", action="store_true", default=False,
+                     help="the nightly property-test run: the 'soak' hypothesis profile (25x "
+                          "each test's examples, no deadline), hypothesis tests only")
+
+
+def _soak(config) -> bool:
+    return bool(config.getoption("--hypothesis-soak", False)) or \
+        os.environ.get("HYPOTHESIS_PROFILE") == "soak"
+
+
+def _is_property_test(item) -> bool:
+    return bool(getattr(getattr(item, "function", None), "is_hypothesis_test", False))
+
+
+def _scale_examples(items):
+    """Under the soak profile: every hypothesis test's own settings with ``max_examples``
+    times :data:`SOAK_FACTOR` and no deadline (once per test function; parametrized tests
+    share it)."""
+    for it in items:
+        fn = getattr(it, "function", None)
+        if not _is_property_test(it) or getattr(fn, "_popdyn_soak_scaled", False):
+            continue
+        own = getattr(fn, "_hypothesis_internal_use_settings", None) or settings.default
+        fn._hypothesis_internal_use_settings = settings(
+            parent=own, max_examples=SOAK_FACTOR * own.max_examples, deadline=None)
+        fn._popdyn_soak_scaled = True
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +124,8 @@ MODULE_SECONDS = {
 
 
 def pytest_configure(config):
+    if config.getoption("--hypothesis-soak", False):
+        settings.load_profile("soak")
     if hasattr(config.option, "loadscopereorder"):      # pytest-xdist: keep our order (above)
         config.option.loadscopereorder = False
 
@@ -75,7 +137,17 @@ def _module_of(item):
 def pytest_collection_modifyitems(config, items):
     """The order of the modules (see MODULE_SECONDS): the wheel test first, so that under
     ``-n 2`` it overlaps the rest of the suite instead of running alone at the end; then the
-    longest modules; the order of the tests inside a module is kept."""
+    longest modules; the order of the tests inside a module is kept.  Under the soak profile
+    the property tests' examples are scaled (:func:`_scale_examples`), and with
+    ``--hypothesis-soak`` the other tests are deselected."""
+    if _soak(config):
+        if config.getoption("--hypothesis-soak", False):
+            keep = [it for it in items if _is_property_test(it)]
+            drop = [it for it in items if not _is_property_test(it)]
+            if drop:
+                config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        _scale_examples(items)
     count, first = {}, {}
     for i, it in enumerate(items):
         mod = _module_of(it)
