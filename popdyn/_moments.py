@@ -536,9 +536,11 @@ def closed_form(student, teacher) -> bool:
 def _plain_ridge(teacher) -> bool:
     """True when the teacher's cross moments are :func:`cross_moments` of its units (the
     ridge teachers of :mod:`popdyn.teachers` that do not override ``cross``)."""
-    from .teachers._base import Teacher
+    # the class that defines ``cross`` is the teacher protocol's base (no import of
+    # popdyn.teachers here: it imports this module)
+    owner = next((c for c in type(teacher).__mro__ if "cross" in vars(c)), None)
     return (bool(getattr(teacher, "ridge", False))
-            and getattr(type(teacher), "cross", None) is Teacher.cross
+            and owner is not None and owner.__module__ == "popdyn.teachers._base"
             and teacher.units() is not None)
 
 

@@ -144,8 +144,9 @@ class Params(ParamArrays):
         # a finite sum has finite terms (a non-finite entry makes the sum inf or nan), so the
         # element-wise test runs only when the sum is not finite (an overflow or a true non-finite)
         add = np.add.reduce
-        if math.isfinite(add(self.a) + add(self.W, axis=None) + add(self.b) + self.c
-                         + add(self.v)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = add(self.a) + add(self.W, axis=None) + add(self.b) + self.c + add(self.v)
+        if math.isfinite(total):
             return True
         return bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.W))
                     and np.all(np.isfinite(self.b)) and np.isfinite(self.c)
