@@ -25,6 +25,7 @@ from . import skip_spurious  # noqa: F401,E402  (register; issue 21)
 from . import landscape_checks  # noqa: F401,E402  (register: skip_benign, direction_count, teacher_span)
 from . import learnability  # noqa: F401,E402  (register; seed 004, issue 21)
 from . import linear_target_phases  # noqa: F401,E402  (register: Tinaz, Xie, Soltanolkotabi)
+from . import skip_empirical_transfer  # noqa: F401,E402  (register: arXiv 2610.01728)
 
 __all__ = [
     "CHECKS", "Check", "ENTRY_POINT_GROUP", "KINDS", "PROVENANCES", "VERDICTS", "Verdict",
