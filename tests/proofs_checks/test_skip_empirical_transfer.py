@@ -228,6 +228,20 @@ def test_paper_coordinates_round_trip_and_exact_fits():
     assert np.max(np.abs(S(fit, X) - T(X))) < 1e-12      # a population zero fits every sample
 
 
+def test_descent_certificate_near_an_exact_fit():
+    """A state at joint distance 0.1 from the teacher's exact fit: with r = 0.5 the fit itself
+    (L_n = 0 to rounding) is in the ball; with r = 0.05 the clipped segment still descends."""
+    t, Vd, T = SE.teacher_data("pair_acute")
+    S = popdyn.Student(2, 2, "relu", bias=False, intercept=False, skip=True)
+    X, y = SE.draw(T, 200, 1)
+    P = (t + 0.1, Vd.copy(), np.array([0.05, 0.0]))
+    c = SE.descent_certificate(S, P, X, y, t, Vd, 0.5, 0, seed=0)
+    assert c["found"] and c["how"] == "population zero in the ball"
+    assert c["best"] < 1e-28 and c["zero_distance"] == pytest.approx(0.1)
+    c = SE.descent_certificate(S, P, X, y, t, Vd, 0.05, 20, seed=0)
+    assert c["found"] and c["best"] < c["loss_p"] and c["how"] != "population zero in the ball"
+
+
 @settings(max_examples=8, deadline=None)
 @given(hst.integers(0, 2 ** 32 - 1))
 def test_uniform_comparison_holds_at_random_states(seed):
