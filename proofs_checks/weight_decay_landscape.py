@@ -107,7 +107,6 @@ def parse_dataset(spec: str):
     if len(parts) != 4:
         raise ValueError(f"`datasets` entries must be 'kind:n:d:seed', got {spec!r}")
     kind = parts[0]
-    E.DATA_KINDS and None
     if kind not in E.DATA_KINDS:
         raise ValueError(f"`datasets` kind must be one of {list(E.DATA_KINDS)}, got {kind!r}")
     return kind, int(parts[1]), int(parts[2]), int(parts[3])

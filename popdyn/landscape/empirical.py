@@ -854,7 +854,7 @@ def certify_state(X, y, lam, a, W, *, patterns: Patterns | None = None, zero_tol
         return StateCertificate("undecided", False, reason="kink factor not certified positive; "
                                 + info, **common)
     if eig[0] > 0 and nzero == 0:
-        return StateCertificate("local_min", dup == 0 and not kinks,
+        return StateCertificate("local_min", dup == 0,
                                 reason="local minimum; " + info, **common)
     if eig[0] > 0:
         return StateCertificate("critical", False, reason="certified critical point of the merged "
