@@ -72,6 +72,15 @@ Claims
 Controls: the pattern counts against the general-position formula, the spurious rate per width
 with its Clopper–Pearson interval, the regions' fraction per width, the wall times.
 
+What stays undecided
+--------------------
+A region minimum with a unit on a kink w_j·x_l = 0 that is not forced by exact orthogonality
+(the convex optimum on a face of its cone, e.g. some Gaussian data sets) is refused by the
+in-region Krawczyk certificate (no one-sided KKT certificate here); an end state whose loss is
+more than a factor 1 + ``assoc_tol`` above its region's minimum after ``steps`` updates (wide
+networks from large initialization converge slowly) is not attributed.  Both count as undecided,
+and the claims take them as possibly spurious.
+
 Not tested
 ----------
 The theorems' constants and probability statements (only finite run counts here), the log(n/ε)
