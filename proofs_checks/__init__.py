@@ -13,7 +13,9 @@ hypotheses :mod:`proofs_checks.theorem41` reports),
 ``skip_spurious_minima`` (certified spurious minima of bias-free relu students and the learned
 skip), ``skip_benign``, ``direction_count``, ``teacher_span`` (skip connections and planar
 features), ``learnability`` (teacher learnability), ``linear_target_phases`` (both layers of a
-ReLU network learning a linear target: Tinaz, Xie, Soltanolkotabi).  Other packages add theirs through the
+ReLU network learning a linear target: Tinaz, Xie, Soltanolkotabi),
+``weight_decay_landscape`` (spurious minima of the weight-decay empirical loss against width and
+initialization: Boursier, Bowditch, Englert, Lazić).  Other packages add theirs through the
 entry-point group ``popdyn.checks`` (:func:`load_plugins`).
 """
 from ._core import (CHECKS, ENTRY_POINT_GROUP, KINDS, PROVENANCES, VERDICTS, Check, Verdict,
@@ -26,6 +28,7 @@ from . import landscape_checks  # noqa: F401,E402  (register: skip_benign, direc
 from . import learnability  # noqa: F401,E402  (register; seed 004, issue 21)
 from . import linear_target_phases  # noqa: F401,E402  (register: Tinaz, Xie, Soltanolkotabi)
 from . import skip_empirical_transfer  # noqa: F401,E402  (register: arXiv 2610.01728)
+from . import weight_decay_landscape  # noqa: F401,E402  (register: Boursier, Bowditch, Englert, Lazić)
 
 __all__ = [
     "CHECKS", "Check", "ENTRY_POINT_GROUP", "KINDS", "PROVENANCES", "VERDICTS", "Verdict",
