@@ -103,6 +103,19 @@ def _silu_derivs(w):
     return (w * s, s + w * s1, 2 * s1 + w * s2, 3 * s2 + w * s3, 4 * s3 + w * s4)
 
 
+def _neg(cv, x, p):
+    """σ^(p)(−x) from the values ``cv`` = (σ, σ', σ'', σ''', σ'''') of SiLU at x: the exact
+    identities SiLU(−x) = SiLU(x) − x, SiLU'(−x) = 1 − SiLU'(x) and the parities of the higher
+    derivatives (even, odd, even), from s(−x) = 1 − s(x)."""
+    if p == 0:
+        return cv[0] - x
+    if p == 1:
+        return 1 - cv[1]
+    if p == 3:
+        return -cv[3]
+    return cv[p]
+
+
 # ------------------------------------------------------------------ trapezoid error bounds
 def _Q(t):
     """Gaussian upper tail 1 − Φ(t) as a ball."""
@@ -234,11 +247,17 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
                  + _energy_tail(pq[0], pq[1], alb, X) for pq in epairs}
         rc = [A.upper(e) for e in err_c]
         re_ = {pq: A.upper(e) for pq, e in err_e.items()}
-        # nodes, weights h·φ(z_k), normalized Hermite values (shared by all units)
-        ks = range(-K, K + 1)
-        zs = [k * hb for k in ks]
+        # Symmetric nodes ±z_k, z_k = k·h (k = 0..K), weights h·φ(z_k) and normalized Hermite
+        # values (shared by all units).  Each σ^(p) is split into its even and odd parts:
+        #   σ = x/2 + even,  σ' = 1/2 + odd,  σ'' even,  σ''' odd,  σ'''' even
+        # (SiLU(x) − x/2 = x(s(x) − 1/2) is even).  The parts x/2 and 1/2 have the exact
+        # coefficients α/2·[n = 1] and 1/2·[n = 0]; a part of the other parity has exact zero
+        # coefficients; the rest is the trapezoid sum over ±z_k folded onto k ≥ 0 (the same
+        # sum as over k = −K..K, so the trapezoid bounds above hold unchanged).
+        zs = [k * hb for k in range(K + 1)]
         inv = 1 / (2 * arb.pi()).sqrt()
         wts = [hb * inv * (-(z * z) / 2).exp() for z in zs]
+        w2 = [wts[0]] + [2 * w for w in wts[1:]]          # weight of the pair ±z_k
         # The three-term recurrence of h_n in ball arithmetic overestimates its radius by up to
         # ~(2√n)^n/√n! ≈ 2^{1.72n} relative to the true value in the oscillatory region, so
         # the table is built with 2N + 64 guard bits (the products below are then at wp).
@@ -246,26 +265,47 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
             Hw = A.hermite_rows(zs, N)
         # back at wp: the weights multiply in and every entry is rounded to wp bits (short
         # mantissas keep the matrix product fast; the rounding is part of each ball)
-        Hm = arb_mat([[w * v for v in row] for w, row in zip(wts, Hw)])
+        par = {0: list(range(0, N + 1, 2)), 1: list(range(1, N + 1, 2))}
+        Hm = {e: arb_mat([[w * row[n] for n in par[e]] for w, row in zip(w2, Hw)])
+              for e in (0, 1) if par[e]}
+        half = arb(1) / 2
+        # the part of σ^(p) left to the quadrature: its parity, and its values at x = α z_k
+        qpar = (0, 1, 0, 1, 0)
         S = [[None] * len(nz) for _ in range(5)]
+        D = [None] * len(nz)                               # (x_k, σ^(p)(x_k)) per unit
         for jj, j in enumerate(nz):
             al = alphas[j]
-            cols = [_silu_derivs(al * z) for z in zs]
-            for p in range(5):
+            xs = [al * z for z in zs]
+            cols = [_silu_derivs(x) for x in xs]
+            D[jj] = (xs, cols)
+            S[0][jj] = [cv[0] - x * half for x, cv in zip(xs, cols)]
+            S[1][jj] = [cv[1] - half for cv in cols]
+            for p in (2, 3, 4):
                 S[p][jj] = [cv[p] for cv in cols]
+        zero = arb(0)
         for p in range(5):
-            Tp = arb_mat(S[p]) * Hm
+            cols_n = par[qpar[p]]
+            Tp = arb_mat(S[p]) * Hm[qpar[p]] if cols_n else None
             rad = arb(0, rc[p])
             for jj, j in enumerate(nz):
                 for n in range(N + 1):
-                    T[p][j, n] = Tp[jj, n] + rad
+                    T[p][j, n] = zero
+                for c, n in enumerate(cols_n):
+                    T[p][j, n] = Tp[jj, c] + rad
+        for jj, j in enumerate(nz):
+            T[1][j, 0] = half                              # σ' = 1/2 + odd
+            if N >= 1:
+                T[0][j, 1] = alphas[j] * half              # σ = x/2 + even
+        # E[σ^(p)σ^(q)]: the trapezoid sum over ±z_k, with σ^(p)(−x) from the values at x
+        # (:func:`_neg`)
         for (p, q) in epairs:
             rad = arb(0, re_[(p, q)])
             for jj, j in enumerate(nz):
-                sp, sqv = S[p][jj], S[q][jj]
-                acc = arb(0)
-                for k in range(len(zs)):
-                    acc += wts[k] * sp[k] * sqv[k]
+                xs, cols = D[jj]
+                acc = wts[0] * cols[0][p] * cols[0][q]
+                for k in range(1, len(zs)):
+                    cv = cols[k]
+                    acc += wts[k] * (cv[p] * cv[q] + _neg(cv, xs[k], p) * _neg(cv, xs[k], q))
                 E[(p, q)][j] = acc + rad
     return T, E
 
@@ -457,14 +497,18 @@ def _setup(student, params, extra_rows, prec, N=None):
     """Geometry, SiLU enclosures and Mehler moments of one state (the last few cached, so that
     the loss, the refit and the alignment at one checkpoint share them; the key holds every
     input bit and the working precision)."""
+    # one working precision for every caller (the loss runs inside a prec + 32 context, the
+    # refit and the alignment at prec), so that the three share one computation
+    wp = max(ctx.prec, prec + 32)
     key = (params.G.tobytes(), params.G.shape, None if extra_rows is None else
-           (extra_rows.tobytes(), extra_rows.shape), prec, N, ctx.prec)
+           (extra_rows.tobytes(), extra_rows.shape), prec, N, wp)
     for k, v in _SETUP_CACHE:
         # student-only requests (the AGOP) may use an entry with teacher rows: the student
         # rows come first, so their geometry and moments are the same
         if k == key or (extra_rows is None and k[:2] == key[:2] and k[3:] == key[3:]):
             return v
-    out = _setup_compute(student, params, extra_rows, prec, N)
+    with A.workprec(wp):
+        out = _setup_compute(student, params, extra_rows, prec, N)
     _SETUP_CACHE.insert(0, (key, out))
     del _SETUP_CACHE[3:]
     return out

@@ -15,7 +15,8 @@ skip), ``skip_benign``, ``direction_count``, ``teacher_span`` (skip connections 
 features), ``learnability`` (teacher learnability), ``linear_target_phases`` (both layers of a
 ReLU network learning a linear target: Tinaz, Xie, Soltanolkotabi),
 ``weight_decay_landscape`` (spurious minima of the weight-decay empirical loss against width and
-initialization: Boursier, Bowditch, Englert, Lazić).  Other packages add theirs through the
+initialization: Boursier, Bowditch, Englert, Lazić), ``skip_empirical_transfer`` (the skip
+student's empirical minima over parameter balls of a fixed radius: arXiv 2610.01728).  Other packages add theirs through the
 entry-point group ``popdyn.checks`` (:func:`load_plugins`).
 """
 from ._core import (CHECKS, ENTRY_POINT_GROUP, KINDS, PROVENANCES, VERDICTS, Check, Verdict,

@@ -55,6 +55,8 @@ def test_all_quick_runs_and_reports(all_quick):
         assert name in out
     assert {d["name"] for d in doc} == EXPECTED | {"plateau_alignment", "plateau_alignment_prefix",
                                                    "linear_target_phases",
+                                                   "weight_decay_landscape",
+                                                   "skip_empirical_transfer",
                                                    "skip_spurious_minima",
                                                    "skip_benign", "direction_count",
                                                    "teacher_span", "learnability"}
