@@ -1184,12 +1184,15 @@ def _teacher_part(out, su, geo, student, teacher, m, prec, grad, exact):
 def _grad_herm(u: _PL, h: _Herm, rho, al_t):
     """(Bt, At, Dt) contributions of a polynomial Hermite part (finite sums, exact)."""
     K = h.K
-    cu, _ = u.coeffs(K + 2)
     # E[σ' h_n] = √(n+1) ĉ_{n+1}/α,  E[ασ'' h_n] = √((n+1)(n+2)) ĉ_{n+2}/α,
     # E[H'(αz) h_n] = √(n+1) Ĥ_{n+1}/α_t  (derivatives w.r.t. the pre-activations)
     if u.const:
-        z = arb(0)
-        return z, z, z
+        # w = 0: σ′ is the constant σ′(β) = μ1 (ασ″ = 0), so E[σ′ H(α_t z)] = μ1 Ĥ_0 and
+        # E[σ′ H′(α_t z)] = μ1 Ĥ_1/α_t (Stein).  Ĥ_0, Ĥ_1 need not vanish: a float64 row
+        # has α_t ≠ 1, e.g. E[He_2(α_t z)] = α_t² − 1.
+        hd0 = h.c[1] / al_t if K >= 1 and al_t != 0 else arb(0)
+        return u.mu1 * hd0, arb(0), u.mu1 * h.c[0]
+    cu, _ = u.coeffs(K + 2)
     al = u.al
     d1 = [_sqrt(n + 1) * cu[n + 1] / al for n in range(K + 1)]
     d2 = [_sqrt(n + 1) * _sqrt(n + 2) * cu[n + 2] / al for n in range(K + 1)]

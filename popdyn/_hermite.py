@@ -342,11 +342,18 @@ def _pl_coefficients(p, q, al, be, N, rtol):
     # of the largest coefficient plus cond times that of the envelope: for a nearly affine unit
     # (|b| large) env * cond = (1 + b^2) e^{-b^2/4} -> 0 and the estimate stays at rounding
     # (the factor cond must not multiply E[sigma] ~ beta, which is computed to full accuracy).
+    # The recurrence error of h_k grows at most linearly, 8(k + 2)u relative to the envelope;
+    # S_n = p α φ(b) h_{n-2}/√(n(n−1)) and Dd_n = p φ(b) h_{n-1}/√n carry the decay of their
+    # divisors, so their errors are at most 8u·max_n (n + 2)/√(n(n−1)) ≤ 8u·2√2 (S) and
+    # 8u·max(3, (N + 2)/√N) (Dd) times the envelope; Dd2_n = p φ(b) h_n keeps 8(N + 2)u.  (The
+    # uniform 8(N + 2)u of every row overstated the errors of S by ~10⁵ at N ≈ 2000, measured
+    # against the mpmath closed forms: tests/popdyn/test_grad_estimate.py.)
     with np.errstate(over="ignore"):
         cond = 1.0 + np.minimum(b * b, 1e30)
     envs = env * np.maximum(al, 1.0)
-    err = 8.0 * (N + 2) * _U * (np.abs(S).max(axis=1) + envs * cond)
-    err_d = 8.0 * (N + 2) * _U * (np.abs(Dd).max(axis=1) + env * cond)
+    gd = max(3.0, (N + 2.0) / math.sqrt(max(N, 1)))
+    err = 8.0 * _U * (4.0 * np.abs(S).max(axis=1) + 2.0 * math.sqrt(2.0) * envs * cond)
+    err_d = 8.0 * _U * (4.0 * np.abs(Dd).max(axis=1) + gd * env * cond)
     err_d2 = 8.0 * (N + 2) * _U * env * cond
 
     def parseval(C, e):
@@ -636,9 +643,32 @@ def _mehler_core(same, X, Y, tx, ty, R, want_error, rss=False):
     err = np.empty(R.shape)
     _km.mehler_error(X, Y, R, tx.t2, tx.sup, tx.l1, tx.err, ty.t2, ty.sup, ty.l1, ty.err, err)
     if rss and Nc > 0:
-        # the rounding term alone (exact inputs, no tails), replaced by its root-sum-square size
-        rnd = np.empty(R.shape)
-        zx, zy = np.zeros(X.shape[0]), np.zeros(Y.shape[0])
-        _km.mehler_error(X, Y, R, zx, zx, zx, zx, zy, zy, zy, zy, rnd)
-        err = np.maximum(err - rnd, 0.0) + rnd / math.sqrt(Nc + 1.0)
+        err = _rss_error(X, Y, R, tx, ty, err, Nc)
     return val, err
+
+
+def _rss_error(X, Y, R, tx, ty, err, Nc):
+    """The ``rss`` form of the error estimate ``err`` of :func:`mehler_error` (same truncation
+    term): Horner's rounding as its root-sum-square size 4√(N+1)·u·Σ|X_nY_n|rⁿ, and the
+    coefficient errors by Cauchy–Schwarz, |Σ (δX_n Y_n + X_n δY_n + δX_n δY_n) ρⁿ| ≤
+    ‖δX‖₂‖(Y_n rⁿ)‖₂ + ‖(X_n rⁿ)‖₂‖δY‖₂ + ‖δX‖₂‖δY‖₂, with the rows' ``err`` read as estimates
+    of the ℓ² norms ‖δX‖₂, ‖δY‖₂ of their coefficient-error vectors (they bound every entry, and
+    measured against closed forms they bound the ℓ² norm too: tests/popdyn/test_grad_estimate.py)
+    instead of the entrywise bound times the ℓ¹ sums Σ|Y_n|rⁿ, which at |ρ| ≈ 1 and slowly
+    decaying coefficients (|w| ≈ 5) overshoot the true error by 10²–10⁴."""
+    zx, zy = np.zeros(X.shape[0]), np.zeros(Y.shape[0])
+    rnd = np.empty(R.shape)
+    _km.mehler_error(X, Y, R, zx, zx, zx, zx, zy, zy, zy, zy, rnd)
+    cr = np.empty(R.shape)                      # entrywise coefficient term + rounding
+    _km.mehler_error(X, Y, R, zx, zx, zx, tx.err, zy, zy, zy, ty.err, cr)
+    trunc = np.maximum(err - cr, 0.0)
+    R2 = R * R
+    sx2 = np.empty(R.shape)
+    sy2 = np.empty(R.shape)
+    _km.mehler(np.ascontiguousarray(X * X), np.ones((Y.shape[0], Nc + 1)), R2, sx2)
+    _km.mehler(np.ones((X.shape[0], Nc + 1)), np.ascontiguousarray(Y * Y), R2, sy2)
+    ex, ey = tx.err[:, None], ty.err[None, :]
+    coef = ex * np.sqrt(sy2) + np.sqrt(sx2) * ey + ex * ey
+    # never above the entrywise form (ℓ² ≤ ℓ¹ for the same ex, ey)
+    coef = np.minimum(coef, np.maximum(cr - rnd, 0.0))
+    return trunc + coef + rnd / math.sqrt(Nc + 1.0)

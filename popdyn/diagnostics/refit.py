@@ -46,7 +46,10 @@ G_jj ≤ 32ε·s²C_jj are treated as constant (dropped: zero row in G, zero hea
 with w_j = 0 is exactly such a feature), and a nearly affine neuron (|w_j| ≪ |b_j|) has a
 variance resolved only to relative accuracy ε·b_j²/|w_j|².  In the ball solve, eigen-directions
 with λ ≤ m·ε·λ_max are numerically null: the interior candidate omits them (minimum norm) while
-the dual keeps their gain, so nothing they could hide is lost from the gap.
+the dual keeps their gain, so nothing they could hide is lost from the gap.  When the nearly
+affine features were rebuilt from their linear form (:func:`affine_problem`), G is accurate
+relative to its diagonal and those small directions are real (a head ~1/|w_j| uses them): the
+ball is then solved in the equilibrated basis (``solve_ball(..., graded=True)``).
 
 All values are float64 numerics, not certificates (the certified versions live in
 ``certify``).  Lower values are clipped to [0, risk]: the true infimum lies in that range
@@ -266,11 +269,14 @@ def _into_ball(a: np.ndarray, B: float) -> np.ndarray:
     raise RuntimeError("could not scale the head into the ball (please report)")  # pragma: no cover
 
 
-def solve_ball(prob: RefitProblem, budget: float) -> dict:
+def solve_ball(prob: RefitProblem, budget: float, *, graded: bool = False) -> dict:
     """min R(a) subject to ‖a‖₂ ≤ budget: the trust-region subproblem, solved exactly.
 
     See the module docstring.  Returns the head, its attained risk, the dual lower value
-    D(μ) = V − cᵀ(Λ+μ)⁻¹c − μB², the multiplier μ and the status.
+    D(μ) = V − cᵀ(Λ+μ)⁻¹c − μB², the multiplier μ and the status.  ``graded``: G is accurate
+    entrywise relative to its diagonal (the nearly affine features rebuilt from their linear
+    form, :func:`affine_problem`), so its small directions are resolved and are solved for in
+    the equilibrated basis (:func:`_solve_ball_graded`) instead of being treated as null.
     """
     B = float(budget)
     m = prob.m
@@ -279,6 +285,8 @@ def solve_ball(prob: RefitProblem, budget: float) -> dict:
         a = np.zeros(m)
         r = prob.risk(a)
         return dict(head=a, risk=r, lower=r, multiplier=None, status="zero_budget")
+    if graded:
+        return _solve_ball_graded(prob, B)
     lam, Q = prob.eig
     lam = np.maximum(lam, 0.0)               # G ⪰ 0 in exact arithmetic
     c = Q.T @ prob.g
@@ -319,6 +327,63 @@ def solve_ball(prob: RefitProblem, budget: float) -> dict:
     return dict(head=a, risk=risk, lower=_clip_lower(dual, risk), multiplier=mu, status=status)
 
 
+def _solve_ball_graded(prob: RefitProblem, B: float) -> dict:
+    """:func:`solve_ball` for a G whose entries are accurate relative to √(G_iiG_jj).
+
+    With D = diag(G) on the active features and Ĝ = D^{−1/2}GD^{−1/2} (unit diagonal), the
+    ball path is a(μ) = D^{−1/2}(Ĝ + μD^{−1})^{−1}D^{−1/2}g, the same vector as (G + μI)^{−1}g
+    in exact arithmetic but formed without the absolute eigenvalue floor ε·λ_max of G, which
+    makes the directions of a feature with variance ~|w_j|² ≪ ε (a nearly affine unit with a
+    head ~1/|w_j|) look null.  μ = 0 (interior) when the equilibrated minimum-norm solution
+    (:func:`solve_cutoff`, cutoff m·ε) lies in the ball, else the root of 1/‖a(μ)‖ = 1/B (Brent
+    in log μ); the lower value is the dual D(μ) = V − gᵀa(μ) − μB² (μ > 0) or the cutoff
+    solve's lower value (μ = 0)."""
+    m = prob.m
+    V_ = prob.variance
+    G, g = prob.G, prob.g
+    dg = np.diag(G)
+    idx = np.flatnonzero((dg > 0) & ~prob.dropped)
+    cut = solve_cutoff(prob, rcond=max(m * _EPS, 1e-300), equilibrate=True)
+    if _norm(cut["head"]) <= B or not idx.size:
+        a = _into_ball(cut["head"], B)
+        risk = prob.risk(a)
+        status = "interior" if cut["rank"] == m else "hard_case"
+        return dict(head=a, risk=risk, lower=_clip_lower(cut["lower"], risk), multiplier=0.0,
+                    status=status)
+    sc = 1.0 / np.sqrt(dg[idx])
+    Ge = sc[:, None] * G[np.ix_(idx, idx)] * sc[None, :]
+    Ge = 0.5 * (Ge + Ge.T)
+    ge = sc * g[idx]
+    dinv = sc * sc
+
+    def head(mu):
+        a = np.zeros(m)
+        a[idx] = sc * np.linalg.solve(Ge + np.diag(mu * dinv), ge)
+        return a
+
+    def nrm(mu):
+        return _norm(head(mu))
+
+    hi = max(_norm(g) / B, np.finfo(np.float64).tiny)
+    while nrm(hi) > B:                       # rounding guard; mathematically nrm(hi) ≤ B
+        hi *= 2.0
+    lo = hi
+    while nrm(lo) < B and lo > 1e-300:
+        lo *= 0.01
+    if nrm(lo) <= B:
+        mu = lo
+    else:
+        f = lambda t: 1.0 / nrm(np.exp(t)) - 1.0 / B   # increasing in t
+        t = brentq(f, np.log(lo), np.log(hi), xtol=1e-15, rtol=4 * _EPS, maxiter=500)
+        mu = float(np.exp(t))
+    z = head(mu)
+    dual = V_ - float(g @ z) - mu * B * B
+    a = _into_ball(z, B)
+    risk = prob.risk(a)
+    return dict(head=a, risk=risk, lower=_clip_lower(dual, risk), multiplier=mu,
+                status="boundary")
+
+
 # ---------------------------------------------------------------------------- public layer
 def _check_budget(kind, budget):
     if kind in ("unrestricted", "same_budget"):
@@ -348,13 +413,13 @@ def _check_refit_args(kind, budget, rcond, equilibrate):
 
 
 def _refit(prob: RefitProblem, kind: str, budget, *, rcond, equilibrate, params=None,
-           errors=None, rtol=None, who: str = "") -> Refit:
+           errors=None, rtol=None, who: str = "", graded: bool = False) -> Refit:
     spec = None
     if budget is None:
         out = solve_cutoff(prob, rcond=rcond, equilibrate=equilibrate, _spectrum=errors is not None)
         spec = out.pop("spectrum", None)
     else:
-        out = solve_ball(prob, budget)
+        out = solve_ball(prob, budget, graded=graded)
         if errors is not None and out["status"] in ("interior", "hard_case"):
             # the ball's minimizer is interior: the equilibrated cutoff solve resolves directions
             # of small scale that the ball solve leaves out as numerically null
@@ -716,7 +781,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             errors = refit_errors(prob, Mo, teacher, student, params)
         last = tol <= _acc.RTOL_FLOOR or tol <= rtol * 1e-4
         r = _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate),
-                   params=params, errors=errors, rtol=min(rtol, 0.5) if last else None, who=who)
+                   params=params, errors=errors, rtol=min(rtol, 0.5) if last else None, who=who,
+                   graded=fixed is not None)
         if last or r.error is None:
             return r
         est = refit_error(prob, r.head, r.risk, r.lower, errors, None, budget, r.multiplier)
@@ -724,7 +790,8 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
             return r
         if est["data"] <= 0.5 * r.error:     # not the moments' series: tightening cannot help
             return _refit(prob, kind, budget, rcond=rcond, equilibrate=bool(equilibrate),
-                          params=params, errors=errors, rtol=min(rtol, 0.5), who=who)
+                          params=params, errors=errors, rtol=min(rtol, 0.5), who=who,
+                          graded=fixed is not None)
         tol = max(tol / _acc.STEP, _acc.RTOL_FLOOR)
 
 

@@ -37,6 +37,7 @@ REFS = json.loads((ROOT / "data" / "refs" / "grad_contract_refs.json").read_text
 TINY = json.loads((ROOT / "data" / "refs" / "tiny_refs.json").read_text())
 ENGINE = load_cases()
 BLOCKS = (("a+c", ("a", "c")), ("W", ("W",)), ("b", ("b",)))
+_OVERSHOT = ("erf2", "erf6", "erf14")
 
 
 def _unhex(x):
@@ -113,12 +114,15 @@ def _check_both_directions(S, p, T, ref_grad, ref_loss, rtol, tag, strict=True):
 @pytest.mark.parametrize("case", REFS["sets"]["erf"], ids=[c["id"] for c in REFS["sets"]["erf"]])
 def test_erf_gradient_within_rtol_or_warned(case):
     """The erf gradient meets rtol 1e−10 (the default) outright and 1e−12 or warns, and the
-    stated per-block estimate covers the true error without overshooting it by more than 1e4
+    stated per-block estimate covers the true error without overshooting it by more than 1e3
     (beyond the rounding floor)."""
     S, p, T = _build(case["inputs"], REFS["negative_slope"])
     ref = _ref_grad(case["grad"])
-    # rtol 1e−12 on every 5th case (large orders near the cap 4096 are slow to refine)
-    rtols = (1e-10, 1e-12) if int(case["id"][3:]) % 5 == 0 else (1e-10,)
+    # rtol 1e−12 on every 5th case and on the three whose estimate overshot the true error most
+    # (by 1e4 and more: coefficient errors summed without cancellation); the others take 3–10 s
+    # more each at 1e−12
+    rtols = ((1e-10, 1e-12) if int(case["id"][3:]) % 5 == 0 or case["id"] in _OVERSHOT
+             else (1e-10,))
     for rtol in rtols:
         (g, info), w = _call(popdyn.population_grad, S, p, T, rtol=rtol, full_output=True)
         assert set(info) >= {"error", "order", "rtol", "atol", "series_tol", "within_rtol"}
@@ -127,15 +131,13 @@ def test_erf_gradient_within_rtol_or_warned(case):
             tgt = rtol * s + info["atol"][blk]
             assert w or e <= tgt, (rtol, blk, e, tgt)
             assert e <= info["error"][blk] + info["atol"][blk], (rtol, blk, e, info["error"])
-            # not orders of magnitude above the truth (the rounding floor aside)
-            assert info["error"][blk] <= 1e4 * max(e, info["atol"][blk]), (rtol, blk, e, info)
+            # not orders of magnitude above the truth (the rounding floor aside; measured ≤ 260)
+            assert info["error"][blk] <= 1e3 * max(e, info["atol"][blk]), (rtol, blk, e, info)
         if rtol == 1e-10:
             assert not w and info["within_rtol"], [str(x.message) for x in w]
-        # at 1e−12 the estimate of the largest-|w| cases (orders at the cap 4096) is up to
-        # ~500x above the truth (coefficient errors summed without cancellation): the
-        # no-false-alarm direction is asserted at the default rtol only
-        _check_both_directions(S, p, T, ref, case["loss"], rtol, case["id"],
-                               strict=rtol == 1e-10)
+        # both rtols: true errors within rtol/100 => no warning (it used to warn at 1e−12 on 11
+        # of the 20 cases, the estimate 10²–10⁴ above true errors ~1e−15)
+        _check_both_directions(S, p, T, ref, case["loss"], rtol, case["id"])
 
 
 @pytest.mark.parametrize("case", REFS["sets"].get("affine", []),
