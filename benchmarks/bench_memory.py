@@ -1,7 +1,7 @@
 """Peak memory of the fused training step, whole-matrix vs tile by tile.
 
 Each measurement runs in its own subprocess (``--child``): popdyn is imported (numba kernels
-loaded from the cache), the problem built, one evaluation warms the kernels, the peak RSS is
+loaded from the cache), the problem built, a small student's training warms the kernels, the peak RSS is
 reset (``/proc/self/clear_refs`` = 5) and ``popdyn.train`` runs ``--updates`` fixed-step GD
 updates (:class:`popdyn.dynamics.FusedGD`) of a biased relu student (m units, d inputs)
 against a two-unit relu network teacher; the child reports VmRSS before training and the peak
@@ -42,7 +42,7 @@ def _problem(m, d, seed=0):
     U = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))[0][:2]
     teacher = popdyn.Teacher.network("relu", [1.0, -0.7], 1.3 * U, bias=[0.2, -0.4])
     student = popdyn.Student(d, m, "relu", bias=True, intercept=True)
-    return student, student.init(seed, 1.0, teacher), teacher
+    return student, student.init(seed, 0.01, teacher), teacher
 
 
 def _status(key):
@@ -58,8 +58,10 @@ def child(m, d, updates, tile):
     from popdyn._kernels import fused as fk
 
     fk.TILE = tile
+    # warm the kernels (loaded from numba's cache) on a small student of the same path
+    small = _problem(min(m, 2 * tile) if tile else 16, d)
+    popdyn.train(*small, method="gd", lr=0.05, max_updates=1)
     student, params, teacher = _problem(m, d)
-    popdyn.train(student, params, teacher, method="gd", lr=0.05, max_updates=1)    # warm
     before = _status("VmRSS")
     reset = True
     try:

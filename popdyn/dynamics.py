@@ -564,7 +564,12 @@ _NO_VALUES = (np.empty((0, 0)), np.empty((0, 0)), np.empty(0), np.empty((0, 0)))
 
 class FusedGD(Stepper):
     """Fixed-step GD of a PL student with the updates between two snapshots in one call of the
-    fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`)."""
+    fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`).
+
+    A student with more units than :data:`popdyn._kernels.fused.TILE` is stepped tile by tile
+    (O(m·d + TILE²) memory instead of ~19 m×m arrays; agreement with the whole-matrix step to
+    rounding): no step moments are kept then, and the diagnostics at a snapshot compute the
+    moments of the state themselves."""
 
     def __init__(self, problem, recorder, fused: _Fused, rates: dict, kappa: float):
         recorder.moments = fused.moments    # the diagnostics at a snapshot reuse the step's

@@ -363,7 +363,14 @@ def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e
     With ``full_output`` returns ``(L, ∇L, info)``, ``info = {"loss": <population_loss's
     info>, "grad": <population_grad's info>, "within_rtol": both met}``.  (The training
     integrators evaluate through their family's ``loss_and_grad`` at a fixed series tolerance:
-    their trajectories do not depend on this contract.)"""
+    their trajectories do not depend on this contract.)
+
+    A relu / leaky-relu student against a PL-network or additive-link teacher (closed forms)
+    is evaluated by the fused kernel of the training step with its scratch kept between calls
+    (:func:`popdyn._kernels.fused.pl_loss_grad_cached`): the bits of the engine's moments and
+    assembly up to :data:`popdyn._kernels.fused.TILE` units; with more units, tile by tile
+    (O(m·d + TILE²) memory, the sums over the units in another order: agreement to
+    rounding)."""
     fam = family_of(student)
     if check:
         fam.check(params, teacher)
