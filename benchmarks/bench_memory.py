@@ -1,8 +1,9 @@
 """Peak memory of the fused training step, whole-matrix vs tile by tile.
 
 Each measurement runs in its own subprocess (``--child``): popdyn is imported (numba kernels
-loaded from the cache), the problem built, a small student's training warms the kernels, the peak RSS is
-reset (``/proc/self/clear_refs`` = 5) and ``popdyn.train`` runs ``--updates`` fixed-step GD
+loaded from the cache), a small student's training warms the kernels, the problem is built,
+the peak RSS is reset (``/proc/self/clear_refs`` = 5) and ``popdyn.train`` runs ``--updates``
+fixed-step GD
 updates (:class:`popdyn.dynamics.FusedGD`) of a biased relu student (m units, d inputs)
 against a two-unit relu network teacher; the child reports VmRSS before training and the peak
 VmHWM of the training (``ru_maxrss`` as well: the peak over the whole child).  The whole-matrix
@@ -107,6 +108,24 @@ def ratio(m, d, rounds=5):
     return tw, tt
 
 
+def public_times(m, d, rounds=3):
+    """CPU time of one call (best of interleaved rounds): the public ``loss_and_grad``, the
+    engine's ``family.loss_and_grad`` and the fused whole-matrix step evaluation."""
+    from popdyn._kernels import fused as fk
+    from popdyn._moments import teacher_tables
+    from popdyn.objective import loss_and_grad
+
+    student, p, t = _problem(m, d)
+    args = (float(student.act.p), float(student.act.q), float(student.s), p.a, p.W, p.b,
+            float(p.c), True, True) + teacher_tables(t)
+    g = [np.empty(m), np.empty((m, d)), np.empty(m)]
+    fns = [lambda: loss_and_grad(student, p, t), lambda: student.family.loss_and_grad(p, t),
+           lambda: fk.pl_loss_grad_values(*args, *g, tile=0)]
+    for f in fns:
+        f()
+    return best_interleaved(fns, rounds=rounds, inner=1, clock=time.process_time)
+
+
 def faults(m, d, n=3):
     """Minor page faults per call at m units: the public ``loss_and_grad``, the engine's
     ``family.loss_and_grad`` (what the public function evaluated until it kept its scratch)
@@ -165,6 +184,9 @@ def main(argv=None):
     print(f"m={a.m_ratio}: one evaluation whole {tw * 1e3:.0f} CPU-ms, tiled ({a.tile}) "
           f"{tt * 1e3:.0f} CPU-ms: ratio tiled/whole {tt / tw:.3f}")
     for m in sorted({min(a.tile, a.m_ratio), a.m_ratio}):
+        tp, te, ts = public_times(m, a.d)
+        print(f"m={m}: CPU time per call: public loss_and_grad {tp * 1e3:.0f} ms, engine "
+              f"family.loss_and_grad {te * 1e3:.0f} ms, fused step (whole) {ts * 1e3:.0f} ms")
         fpub, feng, fstep = faults(m, a.d)
         print(f"m={m}: minor page faults per call: public loss_and_grad {fpub:.0f}, engine "
               f"family.loss_and_grad {feng:.0f}, fused step (C, B returned) {fstep:.0f}")
