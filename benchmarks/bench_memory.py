@@ -92,7 +92,6 @@ def ratio(m, d, rounds=5):
     """(tiled/whole time ratio, faults per public loss_and_grad call, faults per fused call)."""
     from popdyn._kernels import fused as fk
     from popdyn._moments import teacher_tables
-    from popdyn.objective import loss_and_grad
 
     student, p, t = _problem(m, d)
     args = (float(student.act.p), float(student.act.q), float(student.s), p.a, p.W, p.b,

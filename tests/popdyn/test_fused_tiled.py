@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import popdyn
-from popdyn import dynamics
 from popdyn._kernels import fused as fk
 from popdyn._moments import teacher_tables
 from popdyn.diagnostics import recorder
