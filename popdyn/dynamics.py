@@ -417,7 +417,10 @@ class PersistentArmijo(Stepper):
             self._values = fused.values
 
     def _moments(self):
+        """The value moments of the last accepted state (None when its step was tiled)."""
         from ._moments import Moments
+        if self._fz.tile:
+            return None
         C, B, mu0, Ct = self._values if self._values is not None else self._fz.values
         return Moments(C=C, mu0=mu0, Ct=Ct, B=B, need="values")
 
@@ -528,24 +531,45 @@ class _Fused:
             return None
         return cls(student, teacher, tables)
 
-    def moments(self) -> Moments:
+    @property
+    def tile(self) -> int:
+        """The tile of the evaluation (:func:`popdyn._kernels.fused.tile_for`): 0 for the
+        whole-matrix kernels, else the block size of the tiled kernels (students with more
+        units than :data:`popdyn._kernels.fused.TILE`), which form no m×m moment matrix."""
+        return self._fk.tile_for(self.student.m)
+
+    def moments(self) -> Moments | None:
         """The value moments (C, B, μ0, Ct) of the state last evaluated or accepted, as the step
         computed them: the same bits as ``moments(..., need="values")``, which the
-        diagnostics at a snapshot reuse instead of recomputing."""
+        diagnostics at a snapshot reuse instead of recomputing.  None when the step was
+        evaluated tile by tile (:attr:`tile`; C and B were never formed): the diagnostics
+        then compute the moments of the state themselves."""
+        if self.values is None:
+            return None
         C, B, mu0, Ct = self.values
         return Moments(C=C, mu0=mu0, Ct=Ct, B=B, need="values")
 
     def evaluate(self, q: Params):
         st = self.student
         ga, gW, gb = np.empty(st.m), np.empty((st.m, st.d)), np.empty(st.m)
-        L, gc, *self.values = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c),
-                                           st.bias, st.intercept, *self.tables, ga, gW, gb)
+        L, gc, *values = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c),
+                                      st.bias, st.intercept, *self.tables, ga, gW, gb)
+        self.values = None if values[0] is None else values
         return float(L), Params(ga, gW, gb, float(gc)), q
+
+
+#: the entry moments passed to a tiled :func:`popdyn._kernels.fused.pl_gd` (not read)
+_NO_VALUES = (np.empty((0, 0)), np.empty((0, 0)), np.empty(0), np.empty((0, 0)))
 
 
 class FusedGD(Stepper):
     """Fixed-step GD of a PL student with the updates between two snapshots in one call of the
-    fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`)."""
+    fused kernel (:func:`popdyn._kernels.fused.pl_gd`, the same rules as :class:`FixedStepGD`).
+
+    A student with more units than :data:`popdyn._kernels.fused.TILE` is stepped tile by tile
+    (O(m·d + TILE²) memory instead of ~19 m×m arrays; agreement with the whole-matrix step to
+    rounding): no step moments are kept then, and the diagnostics at a snapshot compute the
+    moments of the state themselves."""
 
     def __init__(self, problem, recorder, fused: _Fused, rates: dict, kappa: float):
         recorder.moments = fused.moments    # the diagnostics at a snapshot reuse the step's
@@ -561,10 +585,14 @@ class FusedGD(Stepper):
         _fk = fz._fk
         p, g = self.p, self.g
         buf_l, buf_t = np.empty(nmax), np.empty(nmax)
-        done, code, c, L, gc, t, *fz.values = _fk.pl_gd(
+        tile = fz.tile
+        # tiled steps form no C, B: empty stand-ins for the entry moments (not read)
+        values = fz.values if fz.values is not None else _NO_VALUES
+        done, code, c, L, gc, t, *values = _fk.pl_gd(
             nmax, self.t, pr.lr, *self.h, pr.max_time, self.bound, pr.VY, pr.loss_target,
             fz.p, fz.q, fz.s, p.a, p.W, p.b, float(p.c), self.L, st.bias, st.intercept,
-            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t, *fz.values)
+            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t, *values, tile)
+        fz.values = None if tile else values
         self.grad_evals += done + (1 if code == _fk.DIVERGED else 0)
         self.losses.extend(buf_l[:done].tolist())
         self.ts.extend(buf_t[:done].tolist())

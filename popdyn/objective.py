@@ -329,6 +329,32 @@ def population_grad(student: Student, params: Params, teacher, *, rtol: float = 
     return g
 
 
+def _fused_loss_and_grad(student, params, teacher):
+    """(L, ∇L) of a relu / leaky-relu student against a PL-network or additive-link teacher
+    (:func:`_closed`) by the fused kernel with its scratch kept between calls
+    (:func:`popdyn._kernels.fused.pl_loss_grad_cached`): the engine's moments and assembly
+    (``family.loss_and_grad``) bit for bit up to :data:`popdyn._kernels.fused.TILE` units,
+    tile by tile beyond (O(m·d + tile²) memory, the sums over the units in another order),
+    without mapping m×m arrays afresh at every call.  None for a non-finite W or b (the
+    engine's general path handles them)."""
+    from ._kernels import fused as _fk
+
+    W, b = params.W, params.b
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+        return None
+    tab = _mom.teacher_tables(teacher)
+    m, d = W.shape
+    ga, gW, gb = np.empty(m), np.empty((m, d)), np.empty(m)
+    act = student.act
+    L, gc = _fk.pl_loss_grad_cached(float(act.p), float(act.q), float(student.s),
+                                    np.ascontiguousarray(params.a, dtype=np.float64),
+                                    np.ascontiguousarray(W, dtype=np.float64),
+                                    np.ascontiguousarray(b, dtype=np.float64), float(params.c),
+                                    bool(student.bias), bool(student.intercept), *tab,
+                                    ga, gW, gb)
+    return float(L), Params(ga, gW, gb, float(gc))
+
+
 def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
                   check: bool = True, full_output: bool = False):
     """(L, ∇L) from one moment evaluation, under the contracts of :func:`population_loss` and
@@ -337,12 +363,20 @@ def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e
     With ``full_output`` returns ``(L, ∇L, info)``, ``info = {"loss": <population_loss's
     info>, "grad": <population_grad's info>, "within_rtol": both met}``.  (The training
     integrators evaluate through their family's ``loss_and_grad`` at a fixed series tolerance:
-    their trajectories do not depend on this contract.)"""
+    their trajectories do not depend on this contract.)
+
+    A relu / leaky-relu student against a PL-network or additive-link teacher (closed forms)
+    is evaluated by the fused kernel of the training step with its scratch kept between calls
+    (:func:`popdyn._kernels.fused.pl_loss_grad_cached`): the bits of the engine's moments and
+    assembly up to :data:`popdyn._kernels.fused.TILE` units; with more units, tile by tile
+    (O(m·d + TILE²) memory, the sums over the units in another order: agreement to
+    rounding)."""
     fam = family_of(student)
     if check:
         fam.check(params, teacher)
     if not full_output and _closed(fam, student, teacher, rtol):
-        return fam.loss_and_grad(params, teacher, tol=rtol)
+        out = _fused_loss_and_grad(student, params, teacher)
+        return out if out is not None else fam.loss_and_grad(params, teacher, tol=rtol)
     L, g, ginfo, linfo = _contract_grad(fam, params, teacher, rtol, True)
     if full_output:
         return L, g, {"loss": linfo, "grad": ginfo,

@@ -33,14 +33,22 @@ import math
 
 import numpy as np
 
+from . import arccos as _ac
 from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
 from .mehler import pl_link_sums
-from .plmoments import (ATOL, MAXINT, QTOL, RTOL, _list_scratch, pl_first_moments_units,
-                        pl_pair_moments_ws, pl_self_moments_ws, pl_units)
+from .plmoments import (ATOL, MAXINT, QTOL, RTOL, _CHUNK, _list_scratch, _moments_list,
+                        _unit_array, pl_first_moments_units, pl_pair_moments_ws,
+                        pl_self_moments_ws, pl_units)
 
 __all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad",
-           "pl_loss_grad", "pl_loss_grad_values", "pl_gd", "workspace"]
+           "pl_loss_grad", "pl_loss_grad_values", "pl_loss_grad_cached", "pl_gd", "workspace",
+           "tile_workspace", "tile_for", "TILE"]
+
+#: students with more units than this are evaluated tile by tile (:func:`_loss_grad_tiled`):
+#: blocks of TILE × TILE unit pairs, so that a step holds O(m·d + TILE²) memory instead of
+#: nine m×m arrays; up to TILE units the whole-matrix evaluation (and its bits) is kept
+TILE = 512
 
 # status codes of pl_gd
 # (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
@@ -280,30 +288,70 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
     return L, gc
 
 
-#: workspaces of :func:`pl_loss_grad_values` by shape (m, d): a few, dropped all at once
+#: workspaces of :func:`pl_loss_grad_values` and :func:`pl_loss_grad_cached` by
+#: (m, d, tile, kind): a few, dropped all at once
 _WORKSPACES = {}
 _WORKSPACES_MAX = 4
 
 
-def pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
-                        tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-                        ga, gW, gb):
-    """:func:`pl_loss_grad`, returning also the moments the diagnostics read at this state:
-    (L, ∂L/∂c, C, B, μ0, Ct), the same bits as ``popdyn._moments.moments(..., need="values")``
-    (issue 18: the diagnostics at a checkpoint reuse the moments of the step that produced it).
-
-    The compiled :func:`_loss_grad_values` with a :func:`workspace` kept per shape (m, d)
-    between calls (none of it is returned: C, B, μ0 and Ct are fresh arrays).  Safe across
-    threads: the kernels hold the GIL (no ``nogil``), so two calls never run at once."""
-    m, d = W.shape
-    ws = _WORKSPACES.get((m, d))
-    if ws is None:
+def _cached(m, d, tile, kind):
+    """The kept scratch of an (m, d) evaluation: (ws, C, B) with C, B the m×m outputs of the
+    whole-matrix path (``kind`` "cached": kept too; "values": None, fresh at each call since
+    they are returned) or the tile × tile blocks of :func:`_loss_grad_tiled`."""
+    key = (m, d, tile, kind)
+    hit = _WORKSPACES.get(key)
+    if hit is None:
         if len(_WORKSPACES) >= _WORKSPACES_MAX:
             _WORKSPACES.clear()
-        ws = _WORKSPACES[(m, d)] = workspace(m, d)
+        if tile:
+            hit = (tile_workspace(m, d, tile), np.empty((tile, tile)), np.empty((tile, tile)))
+        elif kind == "cached":
+            hit = (workspace(m, d), np.empty((m, m)), np.empty((m, m)))
+        else:
+            hit = (workspace(m, d), None, None)
+        _WORKSPACES[key] = hit
+    return hit
+
+
+def pl_loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
+                        tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                        ga, gW, gb, tile=None):
+    """:func:`pl_loss_grad`, returning also the moments the diagnostics read at this state:
+    (L, ∂L/∂c, C, B, μ0, Ct), the same bits as ``popdyn._moments.moments(..., need="values")``
+    (the diagnostics at a checkpoint reuse the moments of the step that produced it).
+
+    The compiled :func:`_loss_grad_values` with a :func:`workspace` kept per shape (m, d)
+    between calls (none of it is returned: C, B, μ0 and Ct are fresh arrays).  A student with
+    more units than ``tile`` (default :data:`TILE`, :func:`tile_for`) is evaluated tile by
+    tile (:func:`_loss_grad_tiled`): C and B are not formed and are returned as None.  Safe
+    across threads: the kernels hold the GIL (no ``nogil``), so two calls never run at once."""
+    m, d = W.shape
+    t = tile_for(m, tile)
+    ws, C, B = _cached(m, d, t, "values")
+    if t:
+        out = _loss_grad_tiled(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal, tbe, tp,
+                               tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, ga, gW, gb, ws, C, B)
+        return out[0], out[1], None, None, out[4], out[5]
     return _loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal, tbe, tp, tq,
                              tpl, H, dH, L1, ttol, v, UT, ey, ey2, ga, gW, gb, ws,
                              np.empty((m, m)), np.empty((m, m)))
+
+
+def pl_loss_grad_cached(p, q, s, a, W, b, c, bias, intercept,
+                        tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                        ga, gW, gb, tile=None):
+    """(L, ∂L/∂c) of :func:`pl_loss_grad` (ga, gW, gb filled) with all of its scratch kept
+    between calls: the workspace and the m×m arrays C, B (not returned), or the tiles of
+    :func:`_loss_grad_tiled` above ``tile`` units (:func:`tile_for`).  The evaluation of the
+    public :func:`popdyn.objective.loss_and_grad` for these pairs: the same bits as the
+    engine's ``moments`` with ``ridge_loss`` and ``ridge_grad`` up to the tile (every entry
+    read is written first in each call), nothing of size m×m mapped afresh per call."""
+    m, d = W.shape
+    t = tile_for(m, tile)
+    ws, C, B = _cached(m, d, t, "cached")
+    L, gc, _, _, _, _ = _evaluate(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal, tbe, tp,
+                                  tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, ga, gW, gb, ws, C, B)
+    return L, gc
 
 
 @jit
@@ -323,6 +371,273 @@ def _loss_grad_values(p, q, s, a, W, b, c, bias, intercept,
     gc = _ridge_grad_ws(s, a, W, c, bias, intercept, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At,
                         Dt, v, vU, ey, ga, gW, gb, ws[13], ws[14], ws[15])
     return L, gc, C, B, mu0, Ct
+
+
+# ------------------------------------------------------------------------- tiled evaluation
+def tile_for(m, tile=None):
+    """The tile of an m-unit student: 0 (the whole-matrix evaluation) when m ≤ ``tile``
+    (default :data:`TILE`; ``tile`` ≤ 0 never tiles), else ``tile``."""
+    t = TILE if tile is None else int(tile)
+    return t if 0 < t < m else 0
+
+
+@jit
+def tile_workspace(m, d, tile):
+    """The scratch of :func:`_loss_grad_tiled` in the layout of :func:`workspace` (the same
+    types, so :func:`pl_gd` takes either): α, θ, ok, a ∘ W, B(a ∘ W), Bᵗ(v ∘ α*θ*) of all m
+    units, and tile × tile blocks in place of the m×m arrays (R, 1 − R, 1 + R, A, D and the
+    transposed A, D of an off-diagonal block)."""
+    WS, WI, WB = _list_scratch()
+    t = tile
+    return (np.empty(m), np.empty((m, d)), np.empty(m, dtype=np.bool_),
+            np.empty((t, t)), np.empty((t, t)), np.empty((t, t)),
+            np.empty((t, t)), np.empty((t, t)), np.empty((t, t)), np.empty((t, t)),
+            WS, WI, WB, np.empty((m, d)), np.empty((m, d)), np.empty((m, d)))
+
+
+@jit
+def _block(X, ni, nj):
+    """The leading ni × nj block of the tile scratch X (C order) as a C-contiguous view."""
+    return X.reshape(X.shape[0] * X.shape[1])[:ni * nj].reshape((ni, nj))
+
+
+@jit
+def _tile_pairs(i0, i1, j0, j1, R, OMR, OPR, i, j, I, J, RHO, OM, OP, DG):
+    """The next at most :data:`~popdyn._kernels.plmoments._CHUNK` pairs of the block of units
+    i0 ≤ i < i1, j0 ≤ j < j1 from the pair (i, j) on, row by row (a diagonal block, i0 = j0:
+    the pairs i ≤ j, the diagonal as ρ = 1 exactly, 1 − ρ = 0, 1 + ρ = 2, as
+    ``pl_self_moments``), written into I, J (unit indices), RHO, OM, OP, DG; R, OMR, OPR hold
+    the block's geometry.  Returns (n, i, j): their number and the pair after them."""
+    diag = i0 == j0
+    n = 0
+    while i < i1 and n < _CHUNK:
+        I[n] = i
+        J[n] = j
+        if diag and i == j:
+            DG[n] = True
+            RHO[n], OM[n], OP[n] = 1.0, 0.0, 2.0
+        else:
+            DG[n] = False
+            RHO[n], OM[n], OP[n] = R[i - i0, j - j0], OMR[i - i0, j - j0], OPR[i - i0, j - j0]
+        n += 1
+        j += 1
+        if j == j1:
+            i += 1
+            j = i if diag else j0
+    return n, i, j
+
+
+@jit
+def _tile_moments(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
+                  I, J, RHO, OM, OP, DG, out, WS, WI, WB):
+    """C, B, A, D of the block (i0:i1) × (j0:j1) of one PL set with itself and the transposed
+    AL[i, j] = A_ji, DL[i, j] = D_ji, one evaluation per pair (the batched evaluator
+    :func:`popdyn._kernels.plmoments._moments_list` of ``pl_self_moments``, on chunks of
+    pairs); a diagonal block fills the upper triangle i ≤ j only (:func:`_mirror`)."""
+    i = i0
+    j = j0
+    while i < i1:
+        n, i, j = _tile_pairs(i0, i1, j0, j1, R, OMR, OPR, i, j, I, J, RHO, OM, OP, DG)
+        _moments_list(U, p, q, al, be, U, p, q, al, be, UA, UA, I[:n], J[:n],
+                      RHO[:n], OM[:n], OP[:n], DG[:n], RTOL, ATOL, QTOL, MAXINT, out[:n],
+                      WS, WI, WB)
+        for k in range(n):
+            li = I[k] - i0
+            lj = J[k] - j0
+            C[li, lj] = out[k, 0]
+            B[li, lj] = out[k, 1]
+            A[li, lj] = out[k, 2]
+            AL[li, lj] = out[k, 3]
+            D[li, lj] = out[k, 4]
+            DL[li, lj] = out[k, 5]
+
+
+@jit
+def _tile_moments_free(p, q, al, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL):
+    """:func:`_tile_moments` of a bias-free set (every β = 0, α > 0): the arc-cosine closed
+    forms pair by pair (:func:`popdyn._kernels.arccos._entry`, the operations of
+    ``arccos.self_moments``)."""
+    diag = i0 == j0
+    for i in range(i0, i1):
+        for j in range(i if diag else j0, j1):
+            li = i - i0
+            lj = j - j0
+            if diag and i == j:
+                rho, om, op = 1.0, 0.0, 2.0
+            else:
+                rho, om, op = R[li, lj], OMR[li, lj], OPR[li, lj]
+            c, bb, aij, aji, dij, dji = _ac._entry(p[i], q[i], al[i], p[j], q[j], al[j],
+                                                   rho, om, op)
+            C[li, lj] = c
+            B[li, lj] = bb
+            A[li, lj] = aij
+            AL[li, lj] = aji
+            D[li, lj] = dij
+            DL[li, lj] = dji
+
+
+@jit
+def _mirror(C, B, A, D, AL, DL):
+    """The lower triangle of a diagonal block: C_ji = C_ij, B_ji = B_ij, A_ji = AL_ij,
+    D_ji = DL_ij (j > i)."""
+    n = C.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            C[j, i] = C[i, j]
+            B[j, i] = B[i, j]
+            A[j, i] = AL[i, j]
+            D[j, i] = DL[i, j]
+
+
+@jit
+def _loss_grad_tiled(p, q, s, a, W, b, c, bias, intercept,
+                     tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+                     ga, gW, gb, ws, Cw, Bw):
+    """:func:`_loss_grad_values` assembled tile by tile, never forming an m×m array.
+
+    ``ws`` is :func:`tile_workspace` (m, d, T) and Cw, Bw are T×T scratch.  The units are cut
+    into row blocks of T; for each pair of blocks I ≤ J the geometry (R = θ_I θ_Jᵀ by BLAS,
+    1 ∓ R: :func:`popdyn._kernels.geometry.pair_geometry`, ``pair_geometry_self`` on the
+    diagonal) and the moments C, B, A, D of the block and the transposed A, D (one evaluation
+    per unordered pair, as ``pl_self_moments``) are computed, then contracted at once into the
+    products of the formulas of :mod:`popdyn.objective`:
+
+        (C a)_I += C_IJ a_J,  (C a)_J += C_IJᵀ a_I,   and alike D a, Ã a,
+        (B (a∘W))_I += B_IJ (a∘W)_J,  (B (a∘W))_J += B_IJᵀ (a∘W)_I   (BLAS);
+
+    L and ∇L follow with the operations of :func:`ridge_loss` and :func:`_ridge_grad_ws`
+    (aᵀCa as a·(C a)).  The student–teacher and first moments are those of
+    :func:`_pl_moments_ws` (m × k arrays).  Every moment entry is evaluated as in the
+    whole-matrix path; only the order of the sums over the units (and the BLAS blocking of R)
+    differs, so the results agree to rounding (tests/popdyn/test_fused_tiled.py).
+
+    Returns (L, ∂L/∂c, Cw, Bw, μ0, Ct) (Cw, Bw: scratch, in the slots of C, B of
+    :func:`_loss_grad_values`)."""
+    m, d = W.shape
+    T = Cw.shape[0]
+    al, th, ok, Rw, OMRw, OPRw, Aw, Dw, ALw, DLw, WS, WI, WB, aW, T1, T2 = ws
+    _directions(W, al, th, ok)
+    be = b.copy() if bias else np.zeros(m)
+    pv = np.full(m, p)
+    qv = np.full(m, q)
+    U = pl_units(pv, qv, al, be)
+    mu0 = np.empty(m)
+    mu1 = np.empty(m)
+    mu2 = np.empty(m)
+    pl_first_moments_units(U, mu0, mu1, mu2)
+    # student–teacher: the operations of _pl_moments_ws
+    k = tth.shape[0]
+    Rt = th @ tth.T
+    OMRt = np.empty((m, k))
+    OPRt = np.empty((m, k))
+    pair_geometry(th, ok, tth, tok, Rt, OMRt, OPRt)
+    Ct = np.zeros((m, k))
+    Bt = np.zeros((m, k))
+    At = np.zeros((m, k))
+    Dt = np.zeros((m, k))
+    if tpl:
+        pl_pair_moments_ws(U, pv, qv, al, be, pl_units(tp, tq, tal, tbe), tp, tq, tal, tbe,
+                           Rt, OMRt, OPRt, Ct, Bt, At, Dt, RTOL, ATOL, QTOL, MAXINT, WS, WI, WB)
+    trunc = np.zeros(m)
+    if H.shape[0] > 0:
+        pl_link_sums(p, q, al, be, Rt, H, dH, L1, ttol, True, Ct, Bt, At, Dt, trunc)
+    # student–student, block by block: C a, D a, Ã a and B (a ∘ W)
+    for i in range(m):
+        for j in range(d):
+            aW[i, j] = a[i] * W[i, j]
+    Ca = np.zeros(m)
+    Da = np.zeros(m)
+    Aa = np.zeros(m)
+    T1[:, :] = 0.0
+    free = _ac.bias_free(be, al, be, al)
+    UA = _unit_array(U, pv, qv, al, be)
+    I = np.empty(_CHUNK, np.int64)
+    J = np.empty(_CHUNK, np.int64)
+    RHO = np.empty(_CHUNK)
+    OM = np.empty(_CHUNK)
+    OP = np.empty(_CHUNK)
+    DG = np.empty(_CHUNK, np.bool_)
+    out = np.empty((_CHUNK, 6))
+    for i0 in range(0, m, T):
+        i1 = min(i0 + T, m)
+        ni = i1 - i0
+        for j0 in range(i0, m, T):
+            j1 = min(j0 + T, m)
+            nj = j1 - j0
+            R = _block(Rw, ni, nj)
+            OMR = _block(OMRw, ni, nj)
+            OPR = _block(OPRw, ni, nj)
+            C = _block(Cw, ni, nj)
+            B = _block(Bw, ni, nj)
+            A = _block(Aw, ni, nj)
+            D = _block(Dw, ni, nj)
+            AL = _block(ALw, ni, nj)
+            DL = _block(DLw, ni, nj)
+            np.dot(th[i0:i1], th[j0:j1].T, R)
+            if i0 == j0:
+                pair_geometry_self(th[i0:i1], ok[i0:i1], R, OMR, OPR)
+            else:
+                pair_geometry(th[i0:i1], ok[i0:i1], th[j0:j1], ok[j0:j1], R, OMR, OPR)
+            if free:
+                _tile_moments_free(pv, qv, al, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL)
+            else:
+                _tile_moments(U, pv, qv, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D,
+                              AL, DL, I, J, RHO, OM, OP, DG, out, WS, WI, WB)
+            if i0 == j0:
+                _mirror(C, B, A, D, AL, DL)
+            aJ = a[j0:j1]
+            Ca[i0:i1] += np.dot(C, aJ)
+            Da[i0:i1] += np.dot(D, aJ)
+            Aa[i0:i1] += np.dot(A, aJ)
+            T1[i0:i1] += np.dot(B, aW[j0:j1])
+            if i0 != j0:
+                aI = a[i0:i1]
+                Ca[j0:j1] += np.dot(C.T, aI)
+                Da[j0:j1] += np.dot(DL.T, aI)
+                Aa[j0:j1] += np.dot(AL.T, aI)
+                T1[j0:j1] += np.dot(B.T, aW[i0:i1])
+    # L and ∇L: the operations of ridge_loss and _ridge_grad_ws on these products
+    Ctv = Ct @ v
+    ff = s * s * (a @ Ca) + 2.0 * s * c * (a @ mu0) + c * c
+    fy = s * (a @ Ctv) + c * ey
+    L = 0.5 * (ff - 2.0 * fy + ey2)
+    for i in range(m):
+        ga[i] = s * (s * Ca[i] + c * mu0[i] - Ctv[i])
+    gc = s * (a @ mu0) + c - ey if intercept else 0.0
+    if bias:
+        Dtv = Dt @ v
+        for i in range(m):
+            gb[i] = s * a[i] * (s * Da[i] + c * mu1[i] - Dtv[i])
+    else:
+        for i in range(m):
+            gb[i] = 0.0
+    scal = s * Aa + c * mu2 - At @ v
+    kk = UT.shape[0]
+    if kk > 0:
+        vU = np.empty((kk, d))
+        for i in range(kk):
+            for j in range(d):
+                vU[i, j] = v[i] * UT[i, j]
+        np.dot(Bt, vU, T2)
+    else:
+        T2[:, :] = 0.0
+    for i in range(m):
+        f = s * a[i]
+        for j in range(d):
+            gW[i, j] = f * (th[i, j] * scal[i] + (s * T1[i, j] - T2[i, j]))
+    return L, gc, Cw, Bw, mu0, Ct
+
+
+@jit
+def _evaluate(p, q, s, a, W, b, c, bias, intercept,
+              tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
+              ga, gW, gb, ws, C, B):
+    """:func:`_loss_grad_values` (C, B m×m) or, when C is a smaller tile, :func:`_loss_grad_tiled`."""
+    if C.shape[0] < W.shape[0]:
+        return _loss_grad_tiled(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal, tbe, tp,
+                                tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, ga, gW, gb, ws, C, B)
+    return _loss_grad_values(p, q, s, a, W, b, c, bias, intercept, tth, tok, tal, tbe, tp, tq,
+                             tpl, H, dH, L1, ttol, v, UT, ey, ey2, ga, gW, gb, ws, C, B)
 
 
 @jit
@@ -345,7 +660,7 @@ def _finite(a, W, b, c):
 def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
           p, q, s, a, W, b, c, L, bias, intercept,
           tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-          ga, gW, gb, gc, losses, times, C, B, mu0, Ct):
+          ga, gW, gb, gc, losses, times, C, B, mu0, Ct, tile=0):
     """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
 
     The ``_step_impl`` of :class:`popdyn.dynamics.FusedGD`, with the rules of
@@ -356,6 +671,9 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
     state (a, W, b) and gradient (ga, gW, gb) are updated in place; ``losses[i]``, ``times[i]`` receive L and t after the i-th update.
     (C, B, μ0, Ct) are the value moments of the entry state (:func:`pl_loss_grad_values`); those
     of the last accepted state are returned (the diagnostics at a snapshot reuse them).
+    With 0 < ``tile`` < m the updates are evaluated tile by tile (:func:`_loss_grad_tiled`,
+    O(m·d + tile²) memory): C and B are not formed (the returned ones are scratch; the entry
+    C, B are not read).
 
     Returns (n_done, status, c, L, gc, t, C, B, μ0, Ct).
     """
@@ -366,10 +684,11 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
     fa = np.empty(m)
     fb = np.empty(m)
     fW = np.empty((m, d))
-    ws = workspace(m, d)
+    n_ = tile if 0 < tile < m else m
+    ws = tile_workspace(m, d, n_) if n_ < m else workspace(m, d)
     # C, B of the proposal: two buffers, alternating (the accepted state's are returned)
-    CB = np.empty((2, m, m))
-    BB = np.empty((2, m, m))
+    CB = np.empty((2, n_, n_))
+    BB = np.empty((2, n_, n_))
     nb = 0
     n = 0
     t = t0
@@ -384,7 +703,7 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
         if not _finite(qa, qW, qb, qc):
             status = DIVERGED_STEP
             break
-        Lq, gcq, Cq, Bq, mu0q, Ctq = _loss_grad_values(
+        Lq, gcq, Cq, Bq, mu0q, Ctq = _evaluate(
             p, q, s, qa, qW, qb, qc, bias, intercept,
             tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2, fa, fW, fb,
             ws, CB[nb], BB[nb])
