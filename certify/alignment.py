@@ -330,7 +330,6 @@ def certified_alignment(plain, params, U, prec: int, agop) -> AlignmentBracket:
             "certified AGOP moments cover relu / leaky_relu / silu / gelu / tanh / erf "
             f"students, not {plain.activation!r}",
             hint="use popdyn.diagnostics.alignment for a float64 value")
-    res = None
     for exact in (False, True):
         CM = certified_moments(plain, params, None, prec=prec, need_B=True, exact_pairs=exact)
         with A.workprec(prec):

@@ -204,8 +204,8 @@ def bounded_refit(student, params, teacher, *, l2_cap=None, l1_cap=None, prec: i
         idx = np.flatnonzero(active)
         if idx.size:
             Hs = arb_mat(idx.size, idx.size)
-            for p_, i in enumerate(idx):
-                for q_, j in enumerate(idx):
+            for p_, i in enumerate(idx.tolist()):
+                for q_, j in enumerate(idx.tolist()):
                     Hs[p_, q_] = H[int(i), int(j)]
             try:
                 lo, hi, _, _ = A.sym_eig_enclosure(Hs, Hf[np.ix_(idx, idx)])

@@ -61,6 +61,7 @@ docs/design.md §3, §6.
 from __future__ import annotations
 
 import math
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -163,6 +164,7 @@ def _plan(al_max: float, N: int, prec: int):
         h = 2 * math.pi * a / (logM + math.log(2) + ltol)
         if best is None or h > best[1]:
             best = (a, h)
+    assert best is not None                  # h > 0 at every t of the grid
     a, h = best
     h = math.ldexp(math.floor(math.ldexp(h, 24)), -24)
     # truncation point: Gaussian tail of e^{c² /2} Q(X − c) below the target (float planning;
@@ -247,7 +249,7 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
         # back at wp: the weights multiply in and every entry is rounded to wp bits (short
         # mantissas keep the matrix product fast; the rounding is part of each ball)
         Hm = arb_mat([[w * v for v in row] for w, row in zip(wts, Hw)])
-        S = [[None] * len(nz) for _ in range(5)]
+        S: list[list[Any]] = [[None] * len(nz) for _ in range(5)]
         for jj, j in enumerate(nz):
             al = alphas[j]
             cols = [_silu_derivs(al * z) for z in zs]

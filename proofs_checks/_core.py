@@ -99,6 +99,7 @@ class Verdict:
             return f"pass iff bracket ⊂ [{self.constant:.6g}, inf)"
         if self.kind == "contains":
             return f"pass iff {self.constant:.8g} ∈ bracket"
+        assert self.tol is not None          # kind "within" has a tol (make_verdict)
         return f"pass iff bracket ⊂ [{self.constant - self.tol:.6g}, {self.constant + self.tol:.6g}]"
 
     def report(self, indent: int = 0, *, notes: bool = True) -> str:
