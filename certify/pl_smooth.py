@@ -148,7 +148,8 @@ def pl_cond_moment(u, kind, g_al, g_be, geo, deriv: int, prec: int):
     tol = arb(2) ** (-(prec // 2) - 24)
     total = arb(0)
     for lo, hi, cond in pieces:
-        v = acb.integral(lambda z, _an, cond=cond: _acb_phi(z) * tau(ga * z + gb) * cond(z),
+        # (ignore[misc]: mypy cannot type a lambda whose default parameter binds the loop's cond)
+        v = acb.integral(lambda z, _an, cond=cond: _acb_phi(z) * tau(ga * z + gb) * cond(z),  # type: ignore[misc]
                          acb(lo), acb(hi), rel_tol=tol, abs_tol=tol * tol,
                          eval_limit=400000)
         if not v.real.is_finite():

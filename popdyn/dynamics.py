@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -58,7 +59,7 @@ from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
 from . import _validate as V
 from .family import family_of
-from .models import Params, Student
+from .models import ParamArrays, Params, Student
 from .plateau import BASELINE_RULE, PlateauRule, PlateauWatch
 from .teachers import Teacher
 
@@ -274,10 +275,10 @@ class Problem:
     ``p0``, the teacher variance ``VY`` and the stopping rules (module docstring).
     """
 
-    evaluate: object
-    axpy: object
-    diff_norm: object
-    p0: object
+    evaluate: Callable[[Any], tuple[float, Any, Any]]
+    axpy: Callable[[Any, Any, float], Any] | None
+    diff_norm: Callable[[Any, Any], float]
+    p0: ParamArrays
     VY: float
     lr: float
     max_updates: int
@@ -302,7 +303,8 @@ class Stepper:
         pr = self.problem = problem
         self.rec = recorder
         #: a :class:`popdyn.plateau.PlateauWatch` fed the loss of every update (:meth:`watch`)
-        self.watch, self._units = None, None
+        self.watch: PlateauWatch | None = None
+        self._units: Callable[[float], float] | None = None
         self.L, self.g, self.p = pr.evaluate(pr.p0)
         self.n, self.t, self.status = 0, 0.0, "running"
         self.grad_evals, self.forced_steps = 1, 0
@@ -339,6 +341,7 @@ class Stepper:
         sch = pr.schedule
         w = self.watch
         if w is not None and not w.done:
+            assert self._units is not None           # set with the watch (attach)
             prev = (n, self.t, self.p.copy(), self.L, self._state_moments())
             self._step_impl(1)
             if self.n > n and w.feed(self._units(self.L)):
@@ -663,6 +666,7 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=fam.fields)
     problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, cfg["lr"], cfg["max_updates"],
                       cfg["max_time"], cfg["loss_target"], cfg["explode"], cfg["schedule"])
+    run: Stepper
     if method == "flow":
         run = AdaptiveEuler(problem, rec, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
                             h_max=cfg["h_max"])
@@ -695,6 +699,7 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
                 wall_time=time.perf_counter() - t0)
     extra = {}
     if method == "armijo":
+        assert isinstance(run, PersistentArmijo)
         info.update(max_halvings=cfg["max_halvings"], h=run.h, failure=run.failure)
         extra = dict(steps=np.array(run.steps, dtype=np.float64),
                      backtracks=np.array(run.backtracks, dtype=np.int64))

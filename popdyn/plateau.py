@@ -18,6 +18,7 @@ endpoint E and its successor E + 1 while training); both give the same endpoint.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,9 +220,12 @@ class PlateauWatch:
     def __init__(self, rule: PlateauRule):
         self.rule = rule
         self.count = 0               # losses fed so far
-        self.first = self.hi = self.lo = None
+        #: the first, largest and smallest loss fed (set by the first :meth:`feed`)
+        self.first: float = math.nan
+        self.hi: float = math.nan
+        self.lo: float = math.nan
         #: index of the first failing loss (None while inside the prefix)
-        self.release = None
+        self.release: int | None = None
 
     @property
     def done(self) -> bool:

@@ -281,7 +281,7 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
 
 
 #: workspaces of :func:`pl_loss_grad_values` by shape (m, d): a few, dropped all at once
-_WORKSPACES = {}
+_WORKSPACES: dict[tuple[int, int], tuple] = {}
 _WORKSPACES_MAX = 4
 
 

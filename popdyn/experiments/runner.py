@@ -299,7 +299,8 @@ def _shift_recorder(rec, n0, t0, skip_initial: bool = False):
             if n == 0:
                 return dict(_DUPLICATE)
         return rec(student, params, teacher, n=n + n0, t=t + t0, loss=loss, **kw)
-    shifted.takes_moments = getattr(rec, "takes_moments", False)   # the step's moments
+    # (ignore[attr-defined]: the recorder protocol reads the attribute off the function)
+    shifted.takes_moments = getattr(rec, "takes_moments", False)  # type: ignore[attr-defined]  # the step's moments
     return shifted
 
 
