@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate as V
 from . import family as _family
@@ -122,6 +123,10 @@ class Params(ParamArrays):
     #: (ignore[assignment]: ``__post_init__`` replaces None by zeros, so ``v`` is an array)
     v: np.ndarray = None  # type: ignore[assignment]
     _ARRAYS = ("a", "W", "b")
+
+    if TYPE_CHECKING:   # the dataclass's __init__, which takes array_like (stored as float64)
+        def __init__(self, a: ArrayLike, W: ArrayLike, b: ArrayLike, c: float = 0.0,
+                     v: ArrayLike | None = None) -> None: ...
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)

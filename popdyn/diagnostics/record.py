@@ -55,7 +55,7 @@ class Diagnostics:
     agop: np.ndarray
     alignment: Alignment
     refits: dict
-    geometry: NeuronGeometry | None
+    geometry: NeuronGeometry | GateGeometry | None
     variance: float
     extra: dict = field(default_factory=dict)
 
@@ -249,7 +249,7 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
     if not isinstance(equilibrate, (bool, np.bool_)):
         raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
 
-    frames = {}                  # the checked teacher frame: per (teacher, d) when U is None
+    frames: dict = {}            # the checked teacher frame: per (teacher, d) when U is None
 
     def frame(student, teacher):
         key = (student.d, None if U is not None else id(teacher))

@@ -165,6 +165,7 @@ class Refit:
         if self.rank is not None:
             d[f"{prefix}_rank"] = self.rank
             d[f"{prefix}_cutoff"] = self.cutoff
+            assert self.discarded is not None    # set with rank (cutoff solves)
             d[f"{prefix}_discarded"] = self.discarded.tolist()
         if self.budget is not None:
             d[f"{prefix}_budget"] = self.budget

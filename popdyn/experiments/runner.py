@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -547,7 +548,7 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
     numerical by certify).  A failure or refusal to certify is recorded (as ``<name>_error``
     with certify's message), never replaced by a point value."""
     p = params_from(student, arrays, i)
-    out = {"n": int(arrays["snap_n"][i])}
+    out: dict[str, Any] = {"n": int(arrays["snap_n"][i])}
     dg = spec["diagnostics"]
     prec = int(dg.get("prec", 128))
     try:
@@ -573,7 +574,7 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
     return out
 
 
-def load_run(store: Store, key: str) -> dict:
+def load_run(store: Store, key: str) -> tuple[dict, dict]:
     """A stored run as (record, arrays)."""
     return store.record(key), store.arrays(key)
 
