@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
@@ -52,6 +53,11 @@ from . import _families
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, student_supported
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.teachers import Teacher
 
 __all__ = ["AlignmentBracket", "alignment", "alignment_from_matrix", "agop_enclosure"]
 
@@ -266,7 +272,8 @@ def _lam_min_lo(Ua):
     return lo[-1]
 
 
-def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
+def alignment(student: AnyStudent, params: AnyParams, U: ArrayLike | Teacher, *,
+              prec: int = 128) -> AlignmentBracket:
     """Certified AGOP alignment of ``student`` at ``params`` with the teacher subspace ``U``.
 
     Parameters

@@ -534,7 +534,8 @@ def _vec_bounds(vals):
     return lo, hi
 
 
-def critical_point(student, params, teacher, *, radius=None, prec: int = 128,
+def critical_point(student: Student, params: Params, teacher: Teacher, *,
+                   radius: float | None = None, prec: int = 128,
                    refine: bool = True) -> CriticalPoint:
     """Certify a critical point of the bias-free relu population loss near ``params``.
 

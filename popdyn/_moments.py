@@ -35,7 +35,6 @@ from ._kernels.geometry import pair_geometry
 
 if TYPE_CHECKING:
     from .links import Link
-    from .teachers import Teacher
 
 # tolerances of the closed-form kernels, always passed explicitly (numba dispatches defaulted
 # arguments through its slow generic path; STYLE item 3: every tolerance a parameter)
@@ -352,7 +351,7 @@ def student_units(student, params) -> UnitSet:
 
 
 #: the engine's per-teacher cache (teachers are immutable and never hold it themselves)
-_TEACHER_CACHE: weakref.WeakKeyDictionary[Teacher, dict] = weakref.WeakKeyDictionary()
+_TEACHER_CACHE: weakref.WeakKeyDictionary[object, dict] = weakref.WeakKeyDictionary()
 
 
 def teacher_cache(teacher) -> dict:

@@ -50,17 +50,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Generic
 
 import numpy as np
 
 from ._kernels import fused as _fk
 from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
+from ._typing import AnyStudent, P
 from . import _validate as V
 from .family import family_of
 from .models import ParamArrays, Params, Student
-from .plateau import BASELINE_RULE, PlateauRule, PlateauWatch
+from .plateau import BASELINE_RULE, Plateau, PlateauRule, PlateauWatch
 from .teachers import Teacher
 
 STATUSES = ("converged", "horizon", "diverged")
@@ -137,7 +138,7 @@ class Schedule:
 
 
 @dataclass
-class Trajectory:
+class Trajectory(Generic[P]):
     """A training run: the loss at every update and parameter snapshots on a schedule.
 
     Attributes
@@ -176,15 +177,16 @@ class Trajectory:
     snap_t: np.ndarray
     snapshots: dict
     status: str
-    final: Params
+    final: P
     variance: float
     records: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
     #: the parameter container of the snapshots (the student family's ``params_type``)
-    params_type: type = Params
+    # (ignore[assignment]: a default of a generic field; Params is the ridge family's container)
+    params_type: type[P] = Params  # type: ignore[assignment]
     steps: np.ndarray | None = None
     backtracks: np.ndarray | None = None
-    plateau: object = None
+    plateau: Plateau | None = None
 
     @property
     def normalized_loss(self) -> np.ndarray:
@@ -195,7 +197,7 @@ class Trajectory:
         """The full MSE E[(f − y)²] = 2L after every update (Kumar eq. (2): the paper's loss)."""
         return 2.0 * self.loss
 
-    def snapshot(self, i: int):
+    def snapshot(self, i: int) -> P:
         """The state of snapshot ``i`` (a ``params_type`` built from the snapshot fields)."""
         s = self.snapshots
         return self.params_type(**{k: (float(v[i]) if k == "c" else v[i]) for k, v in s.items()})
@@ -580,13 +582,14 @@ class FusedGD(Stepper):
             self.status = "converged"
 
 
-def train(student: Student, params: Params, teacher, *, method: str = "flow",
+def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "flow",
           lr: float = 0.05, head_lr_mult: float = 1.0, bias_lr_mult: float = 1.0,
           intercept_lr_mult: float = 1.0, eps: float = 0.05, h0: float = 0.05,
           h_min: float = 1e-6, h_max: float = 10.0, max_updates: int = 100_000,
           max_time: float = np.inf, loss_target: float = 0.0, explode: float = 1e6,
-          schedule: Schedule | None = None, recorder=None, rtol: float = 1e-10,
-          max_halvings: int = 40, plateau_watch: PlateauWatch | None = None) -> Trajectory:
+          schedule: Schedule | None = None, recorder: Callable[..., dict] | None = None,
+          rtol: float = 1e-10,
+          max_halvings: int = 40, plateau_watch: PlateauWatch | None = None) -> Trajectory[P]:
     """Train ``student`` from ``params`` on the population loss against ``teacher``.
 
     Parameters
@@ -697,7 +700,7 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
                 max_updates=cfg["max_updates"], max_time=cfg["max_time"],
                 loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
-    extra = {}
+    extra: dict[str, Any] = {}
     if method == "armijo":
         assert isinstance(run, PersistentArmijo)
         info.update(max_halvings=cfg["max_halvings"], h=run.h, failure=run.failure)

@@ -26,6 +26,7 @@ Central seed paper (../shared/seeds/003_40ccf210d3358dbe.txt), population object
 from __future__ import annotations
 
 import time
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -33,7 +34,8 @@ from . import _moments as _mom
 from . import accuracy as _acc
 from ._notice import compile_notice
 from .family import family_of
-from .models import Params, Student
+from ._typing import P, AnyStudent
+from .teachers import Teacher
 
 
 def _check(student, params, teacher):
@@ -53,8 +55,17 @@ def _loss_error(student, params, teacher, M) -> float:
     return student.family.loss_error(params, teacher, M)
 
 
-def population_loss(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
-                    full_output: bool = False):
+@overload
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[False] = False) -> float: ...
+@overload
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[True]) -> tuple[float, dict[str, Any]]: ...
+@overload
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> float | tuple[float, dict[str, Any]]: ...
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> float | tuple[float, dict[str, Any]]:
     """L = ½E[(f − y)²] exactly (closed forms for relu/leaky_relu; Hermite series otherwise).
 
     Parameters
@@ -283,8 +294,17 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
     return L, g, info, linfo
 
 
-def population_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
-                    full_output: bool = False):
+@overload
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[False] = False) -> P: ...
+@overload
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[True]) -> tuple[P, dict[str, Any]]: ...
+@overload
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> P | tuple[P, dict[str, Any]]: ...
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> P | tuple[P, dict[str, Any]]:
     """The exact gradient of L = ½E[(f − y)²] in all parameters, as a :class:`Params`.
 
     Fixed parameters (biases of a bias-free student, intercept of an intercept-free student) get
@@ -329,8 +349,21 @@ def population_grad(student: Student, params: Params, teacher, *, rtol: float = 
     return g
 
 
-def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
-                  check: bool = True, full_output: bool = False):
+@overload
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True,
+                  full_output: Literal[False] = False) -> tuple[float, P]: ...
+@overload
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True,
+                  full_output: Literal[True]) -> tuple[float, P, dict[str, Any]]: ...
+@overload
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True, full_output: bool = False
+                  ) -> tuple[float, P] | tuple[float, P, dict[str, Any]]: ...
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True, full_output: bool = False
+                  ) -> tuple[float, P] | tuple[float, P, dict[str, Any]]:
     """(L, ∇L) from one moment evaluation, under the contracts of :func:`population_loss` and
     :func:`population_grad` (one refinement loop for both; a warning for each one missed).
 
@@ -350,6 +383,6 @@ def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e
     return L, g
 
 
-def fit_intercept(student: Student, params: Params, teacher) -> Params:
+def fit_intercept(student: AnyStudent, params: P, teacher: Teacher) -> P:
     """Return ``params`` with the intercept set to its exact minimizer c = E[y] − E[f − c]."""
     return family_of(student).fit_intercept(params, teacher)

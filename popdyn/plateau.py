@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate as V
 
@@ -75,8 +77,9 @@ def _window_bad(ell: np.ndarray, q0: float) -> np.ndarray:
         return ~(lo > 0) | (hi / lo > 1.0 + q0)
 
 
-def plateau(losses, *, delta: float | None = None, ratio: float | None = None,
-            q0: float | None = None, band=None, n=None, t=None) -> Plateau:
+def plateau(losses: ArrayLike, *, delta: float | None = None, ratio: float | None = None,
+            q0: float | None = None, band: tuple[float, float] | None = None,
+            n: ArrayLike | None = None, t: ArrayLike | None = None) -> Plateau:
     """The loss-plateau prefix of a loss sequence.
 
     Exactly one of ``delta`` (absolute band |ℓ_k − ℓ_0| ≤ δ), ``ratio`` (|ℓ_k/ℓ_0 − 1| ≤ ratio)
@@ -268,7 +271,7 @@ class PlateauWatch:
         return self
 
 
-def shared_prefix(plateaus) -> int:
+def shared_prefix(plateaus: Iterable[Plateau]) -> int:
     """The prefix shared by a cohort: the minimum of the seeds' plateau endpoints (in updates)."""
     ends = [p.end_n for p in plateaus]
     if not ends:
@@ -310,5 +313,6 @@ def standard_plateaus(losses, *, n=None, t=None) -> dict:
     ``"delta=0.001"``, ``"delta=0.0001"``, ``"ratio=0.05"``, ``"ratio=0.01"``."""
     out = {}
     for rule, thr in STANDARD_RULES:
-        out[f"{rule}={thr:g}"] = plateau(losses, n=n, t=t, **{rule: thr})
+        rule_kw: dict[str, Any] = {rule: thr}
+        out[f"{rule}={thr:g}"] = plateau(losses, n=n, t=t, **rule_kw)
     return out

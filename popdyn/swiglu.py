@@ -695,7 +695,7 @@ class SwiGLUFamily:
     name = "swiglu"
     label = "SwiGLU"
     fields: tuple[str, ...] = ("a", "G", "V", "c")
-    params_type: type[ParamArrays] = SwiGLUParams
+    params_type: type[SwiGLUParams | SwiGLUBiasParams] = SwiGLUParams
     #: ``projected`` snaps ridge weights: not defined for SwiGLU students
     refit_kinds = ("unrestricted", "same_budget", "bounded")
     geometry_kind = "gate"

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as V
 from ..teachers import Teacher
@@ -133,7 +134,7 @@ def check_agop(M, *, name: str = "M") -> np.ndarray:
     return M
 
 
-def alignment(M, U) -> Alignment:
+def alignment(M: ArrayLike, U: ArrayLike | Teacher) -> Alignment:
     """Alignment of the top-r eigenspace of the AGOP ``M`` with the teacher subspace ``U``.
 
     Parameters

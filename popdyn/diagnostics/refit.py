@@ -66,13 +66,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from .. import _validate as V
 from .. import _tails
 from .. import accuracy as _acc
 from .. import family as _family
+from .._typing import AnyParams, AnyStudent
 from ..family import RefitProblem, family_of
+from ..teachers import Teacher
 from .geometry import snap_to_axes, teacher_frame
 
 KINDS = ("unrestricted", "same_budget", "bounded", "projected")
@@ -633,8 +636,9 @@ def check_kind(kind) -> str:
     return V.choice("kind", kind, KINDS)
 
 
-def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *,
-               U=None, rcond: float = 1e-12, equilibrate: bool = True,
+def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
+               kind: str = "unrestricted", budget: float | None = None, *,
+               U: ArrayLike | None = None, rcond: float = 1e-12, equilibrate: bool = True,
                rtol: float = 1e-10) -> Refit:
     """Refit the head and intercept on frozen features and return the risk E[(f′ − y)²].
 
