@@ -81,8 +81,7 @@ def _bits_f64_py(x):
     return float(np.array(x, dtype=np.int64).view(np.float64))
 
 
-# (ignore[attr-defined]: numba.config sets its options at import, from the environment)
-_bits_f64 = _bits_f64_py if numba.config.DISABLE_JIT else _bits_f64_llvm  # type: ignore[attr-defined]
+_bits_f64 = _bits_f64_py if numba.config.DISABLE_JIT else _bits_f64_llvm
 
 
 @jit(inline="always")
