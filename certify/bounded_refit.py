@@ -125,7 +125,7 @@ def _enclosures(student, params, teacher, prec):
     return H, c, CM.ey2, CM, active
 
 
-def _risk(H, c, e, v: arb_mat):
+def _risk(H: arb_mat, c: arb_mat, e: arb, v: arb_mat) -> arb:
     return e - 2 * (c.transpose() * v)[0, 0] + (v.transpose() * (H * v))[0, 0]
 
 

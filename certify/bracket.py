@@ -46,7 +46,7 @@ PROVENANCES = ("rigorous", "numerical")
 STATUSES = ("resolved", "unresolved")
 
 
-def _exact(x) -> Fraction | float:
+def _exact(x: object) -> Fraction | float:
     """An exact rational (or ±inf) for a float / int / Fraction / mpmath mpf / Bracket endpoint."""
     if isinstance(x, bool):
         raise TypeError("a bool is not a number here")
@@ -87,7 +87,7 @@ def _exact(x) -> Fraction | float:
     raise TypeError(f"expected a real number, got {type(x).__name__}")
 
 
-def _nearest(q) -> float:
+def _nearest(q: Fraction | float) -> float:
     try:
         return float(q)
     except OverflowError:
@@ -97,7 +97,7 @@ def _nearest(q) -> float:
 _BIG = 1.7976931348623157e308
 
 
-def _down(q) -> float:
+def _down(q: Fraction | float) -> float:
     """Largest float64 <= q (q an exact rational, or a float / ±inf returned as is)."""
     if isinstance(q, float):
         return q
@@ -109,7 +109,7 @@ def _down(q) -> float:
     return f
 
 
-def _up(q) -> float:
+def _up(q: Fraction | float) -> float:
     """Smallest float64 >= q (q an exact rational, or a float / ±inf returned as is)."""
     if isinstance(q, float):
         return q
@@ -356,7 +356,7 @@ def _require_float(x, name):
     return x
 
 
-def _le(a, b) -> bool:
+def _le(a: Fraction | float, b: Fraction | float) -> bool:
     """a <= b for exact rationals / floats / ±inf."""
     if isinstance(a, float) and math.isinf(a):
         return a < 0 or (isinstance(b, float) and b == math.inf)
@@ -365,7 +365,7 @@ def _le(a, b) -> bool:
     return Fraction(a) <= Fraction(b)
 
 
-def _as_bracket(x) -> Bracket:
+def _as_bracket(x: float | Fraction | Bracket) -> Bracket:
     if isinstance(x, Bracket):
         return x
     return Bracket.enclosing(x)

@@ -114,7 +114,8 @@ def _check_series(times, values):
     return t, v
 
 
-def crossing_bracket(times, values, level, *, direction: str = "down") -> Bracket:
+def crossing_bracket(times: ArrayLike, values: ArrayLike, level: float, *,
+                     direction: str = "down") -> Bracket:
     """[t_{k−1}, t_k] around the first recorded crossing of ``level`` (see module docstring).
 
     Exact for the recorded discrete process, hence ``rigorous`` as a statement about the

@@ -33,8 +33,8 @@ import numpy as np
 from . import _moments as _mom
 from . import accuracy as _acc
 from ._notice import compile_notice
-from .family import family_of
-from ._typing import P, AnyStudent
+from .family import StudentFamily, family_of
+from ._typing import AnyParams, AnyStudent, P
 from .teachers import Teacher
 
 
@@ -43,7 +43,7 @@ def _check(student, params, teacher):
     family_of(student).check(params, teacher)
 
 
-def _loss_from(student, params, teacher, M) -> float:
+def _loss_from(student: AnyStudent, params: AnyParams, teacher: Teacher, M: Any) -> float:
     return student.family.loss(params, teacher, M)
 
 
@@ -51,7 +51,7 @@ def _grad_from(student, params, teacher, M):
     return student.family.grad(params, teacher, M)
 
 
-def _loss_error(student, params, teacher, M) -> float:
+def _loss_error(student: AnyStudent, params: AnyParams, teacher: Teacher, M: Any) -> float:
     return student.family.loss_error(params, teacher, M)
 
 
@@ -98,7 +98,8 @@ def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: f
     return L
 
 
-def _loss_atol(fam, params, teacher, M, info) -> float:
+def _loss_atol(fam: StudentFamily, params: AnyParams, teacher: Teacher, M: Any,
+               info: dict) -> float:
     """The rounding floor of the loss (``atol`` of the contract)."""
     if "rounding" in info:
         return float(info["rounding"])
@@ -208,7 +209,7 @@ def _grad_scale(fam, params, teacher, M, g):
     return sc
 
 
-def _closed(fam, student, teacher, rtol) -> bool:
+def _closed(fam: StudentFamily, student: AnyStudent, teacher: Teacher, rtol: float) -> bool:
     """The fused relu / leaky-relu pairs (:func:`popdyn._moments.closed_form`): nothing to
     estimate, the family's own evaluation is returned (the integrators' bits, no overhead)."""
     if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):

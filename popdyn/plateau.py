@@ -159,7 +159,8 @@ class PlateauRule:
         object.__setattr__(self, "band", _band(self.band))
         V.choice("units", self.units, UNITS)
 
-    def apply(self, losses, *, n=None, t=None) -> Plateau:
+    def apply(self, losses: ArrayLike, *, n: ArrayLike | None = None,
+              t: ArrayLike | None = None) -> Plateau:
         """The prefix of ``losses`` (already in :attr:`units`) under this rule."""
         return plateau(losses, band=self.band, n=n, t=t, **{self._kw: self.threshold})
 
@@ -264,7 +265,7 @@ class PlateauWatch:
         self.count += 1
         return bad
 
-    def feed_all(self, values) -> "PlateauWatch":
+    def feed_all(self, values: Iterable[float]) -> "PlateauWatch":
         for v in values:
             if self.feed(v):
                 break
@@ -279,7 +280,7 @@ def shared_prefix(plateaus: Iterable[Plateau]) -> int:
     return int(min(ends))
 
 
-def shared_plateau(plateaus, *, clock: str = "n"):
+def shared_plateau(plateaus: Iterable[Plateau], *, clock: str = "n") -> int | float:
     """The prefix shared by a cohort on either clock: min of the seeds' plateau endpoints in
     updates (``clock="n"``, an int, same as :func:`shared_prefix`) or in flow time
     (``clock="t"``, a float; every plateau must carry ``end_t``).
@@ -300,7 +301,7 @@ def shared_plateau(plateaus, *, clock: str = "n"):
         return int(min(p.end_n for p in ps))
     if any(p.end_t is None for p in ps):
         raise ValueError("`clock='t'` needs plateaus computed with the flow-time clock `t`")
-    return float(min(p.end_t for p in ps))
+    return float(min(p.end_t for p in ps if p.end_t is not None))   # none is None (above)
 
 
 STANDARD_RULES = (("delta", 1e-3), ("delta", 1e-4), ("ratio", 0.05), ("ratio", 0.01))
@@ -308,7 +309,8 @@ STANDARD_RULES = (("delta", 1e-3), ("delta", 1e-4), ("ratio", 0.05), ("ratio", 0
 prefix and its 1% comparison boundary (Figure 2)."""
 
 
-def standard_plateaus(losses, *, n=None, t=None) -> dict:
+def standard_plateaus(losses: ArrayLike, *, n: ArrayLike | None = None,
+                      t: ArrayLike | None = None) -> dict:
     """All the paper's prefixes of one normalized loss sequence, keyed
     ``"delta=0.001"``, ``"delta=0.0001"``, ``"ratio=0.05"``, ``"ratio=0.01"``."""
     out = {}

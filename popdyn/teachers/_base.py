@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -42,9 +42,11 @@ BUILTIN_KINDS = ("additive", "network", "gated", "multi_index")
 #: the entry-point group through which other packages provide teacher kinds
 ENTRY_POINT_GROUP = "popdyn.teachers"
 _loaded = False
+#: a teacher kind (class) being registered
+_K = TypeVar("_K", bound="type[Teacher]")
 
 
-def register_kind(name: str):
+def register_kind(name: str) -> Callable[[_K], _K]:
     """Class decorator registering a teacher kind (a subclass of :class:`Teacher`).
 
     The built-in kinds are built by ``Teacher.<name>(...)`` (their classmethod ``build``).  A
@@ -57,7 +59,7 @@ def register_kind(name: str):
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"`name` must be an identifier-like string, got {name!r}")
 
-    def deco(cls):
+    def deco(cls: _K) -> _K:
         if name in BUILTIN_KINDS and name in _KINDS and _KINDS[name] is not cls:
             raise ValueError(f"teacher kind {name!r} is built in; choose another name")
         _KINDS[name] = cls
@@ -65,7 +67,7 @@ def register_kind(name: str):
     return deco
 
 
-def kind_class(name: str):
+def kind_class(name: str) -> type[Teacher] | None:
     """The class of the teacher kind ``name``, loading the ``popdyn.teachers`` entry points of
     installed packages on the first unknown name; None when no such kind exists."""
     global _loaded
@@ -89,7 +91,7 @@ def kinds() -> list:
     return list(BUILTIN_KINDS) + sorted(k for k in _KINDS if k not in BUILTIN_KINDS)
 
 
-def input_rows(U, *, orthonormal: bool) -> np.ndarray:
+def input_rows(U: ArrayLike, *, orthonormal: bool) -> np.ndarray:
     """The rows ``U`` (k, d) of a teacher, checked: finite, k, d >= 1, orthonormal if asked."""
     U = V.array("U", U, (None, None))
     if U.shape[0] == 0 or U.shape[1] == 0:
