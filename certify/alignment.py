@@ -283,7 +283,7 @@ def alignment(student: AnyStudent, params: AnyParams, U: ArrayLike | Teacher, *,
         :mod:`certify.smooth`), each also with a learned linear skip (rigorous,
         :mod:`certify.skip`), SwiGLU (rigorous, :mod:`certify.swiglu`).  Dispatched through the
         family registry :mod:`certify._families`.
-    params : popdyn.Params
+    params : popdyn.Params or popdyn.SwiGLUParams
     U : array_like (r, d) or popdyn.Teacher
         Orthonormal rows (checked to 1e−10; the bound accounts for the actual ‖UUᵀ − I‖);
         a Teacher stands for its ``subspace``.

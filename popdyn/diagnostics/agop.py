@@ -49,8 +49,10 @@ def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10, full_ou
 
     Parameters
     ----------
-    student : Student
-    params : Params
+    student : Student or SwiGLUStudent
+        A student of any family (:mod:`popdyn.family`).
+    params : Params or SwiGLUParams
+        Its parameters.
     rtol : float
         Requested accuracy in the spectral norm, a contract (:mod:`popdyn.accuracy`): M is
         returned when its estimated error satisfies ‖ΔM‖₂ <= rtol·‖M‖₂ + atol (``atol``: the

@@ -644,8 +644,10 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
 
     Parameters
     ----------
-    student : Student
-    params : Params
+    student : Student or SwiGLUStudent
+        A student of any family (:mod:`popdyn.family`).
+    params : Params or SwiGLUParams
+        Its parameters.
         The current state; W and b are frozen (snapped for ``projected``).
     teacher : Teacher
     kind : {"unrestricted", "same_budget", "bounded", "projected"}
