@@ -203,8 +203,8 @@ class Bracket:
         return cls(float(lo), float(hi), provenance=provenance, status="unresolved", note=note)
 
     def replace(self, **kw: Any) -> "Bracket":
-        d: dict[str, Any] = dict(lo=self.lo, hi=self.hi, provenance=self.provenance, status=self.status,
-                 note=self.note)
+        d: dict[str, Any] = dict(lo=self.lo, hi=self.hi, provenance=self.provenance,
+                                 status=self.status, note=self.note)
         d.update(kw)
         return Bracket(**d)
 

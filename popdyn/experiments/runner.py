@@ -300,8 +300,9 @@ def _shift_recorder(rec, n0, t0, skip_initial: bool = False):
             if n == 0:
                 return dict(_DUPLICATE)
         return rec(student, params, teacher, n=n + n0, t=t + t0, loss=loss, **kw)
-    # (ignore[attr-defined]: the recorder protocol reads the attribute off the function)
-    shifted.takes_moments = getattr(rec, "takes_moments", False)  # type: ignore[attr-defined]  # the step's moments
+    # the step's moments (ignore[attr-defined]: the recorder protocol reads the attribute off
+    # the function)
+    shifted.takes_moments = getattr(rec, "takes_moments", False)  # type: ignore[attr-defined]
     return shifted
 
 

@@ -268,8 +268,9 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
         G = np.concatenate([boundary_derivative(r, teacher, dirs, float(e))
                             for e in sorted(set(boundary_signs))])
         Gmin = float(G.min())
-    common: dict[str, Any] = dict(loss=float(L), loss_normalized=float(Ln), grad_norm=gn, eigenvalues=lam,
-                  eig_tol=tol, gtol=gtol, pruned=pruned, boundary_min_G=Gmin)
+    common: dict[str, Any] = dict(loss=float(L), loss_normalized=float(Ln), grad_norm=gn,
+                                  eigenvalues=lam, eig_tol=tol, gtol=gtol, pruned=pruned,
+                                  boundary_min_G=Gmin)
     if gn > gtol:
         return Classification("not_critical", reason=f"|∇L| = {gn:.3g} > gtol = {gtol:.3g}", **common)
     if Ln <= loss_tol or (best_known is not None and abs(L - best_known) <= loss_tol * vy):
