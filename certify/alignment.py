@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
@@ -52,6 +53,11 @@ from . import _families
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, student_supported
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.teachers import Teacher
 
 __all__ = ["AlignmentBracket", "alignment", "alignment_from_matrix", "agop_enclosure"]
 
@@ -266,7 +272,8 @@ def _lam_min_lo(Ua):
     return lo[-1]
 
 
-def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
+def alignment(student: AnyStudent, params: AnyParams, U: ArrayLike | Teacher, *,
+              prec: int = 128) -> AlignmentBracket:
     """Certified AGOP alignment of ``student`` at ``params`` with the teacher subspace ``U``.
 
     Parameters
@@ -276,7 +283,7 @@ def alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
         :mod:`certify.smooth`), each also with a learned linear skip (rigorous,
         :mod:`certify.skip`), SwiGLU (rigorous, :mod:`certify.swiglu`).  Dispatched through the
         family registry :mod:`certify._families`.
-    params : popdyn.Params
+    params : popdyn.Params or popdyn.SwiGLUParams
     U : array_like (r, d) or popdyn.Teacher
         Orthonormal rows (checked to 1e−10; the bound accounts for the actual ‖UUᵀ − I‖);
         a Teacher stands for its ``subspace``.
@@ -330,7 +337,6 @@ def certified_alignment(plain, params, U, prec: int, agop) -> AlignmentBracket:
             "certified AGOP moments cover relu / leaky_relu / silu / gelu / tanh / erf "
             f"students, not {plain.activation!r}",
             hint="use popdyn.diagnostics.alignment for a float64 value")
-    res = None
     for exact in (False, True):
         CM = certified_moments(plain, params, None, prec=prec, need_B=True, exact_pairs=exact)
         with A.workprec(prec):

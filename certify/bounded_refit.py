@@ -24,6 +24,7 @@ The bracket is ``rigorous`` when the moments are (``numerical`` when a tabulated
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
@@ -39,6 +40,10 @@ from .bracket import Bracket
 from .errors import CertificationError
 from .moments import pair_supported
 from .refit import _moments
+
+if TYPE_CHECKING:
+    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.teachers import Teacher
 
 __all__ = ["BoundedRefitBracket", "bounded_refit"]
 
@@ -120,11 +125,12 @@ def _enclosures(student, params, teacher, prec):
     return H, c, CM.ey2, CM, active
 
 
-def _risk(H, c, e, v: arb_mat):
+def _risk(H: arb_mat, c: arb_mat, e: arb, v: arb_mat) -> arb:
     return e - 2 * (c.transpose() * v)[0, 0] + (v.transpose() * (H * v))[0, 0]
 
 
-def bounded_refit(student, params, teacher, *, l2_cap=None, l1_cap=None, prec: int = 128,
+def bounded_refit(student: AnyStudent, params: AnyParams, teacher: Teacher, *,
+                  l2_cap: float | None = None, l1_cap: float | None = None, prec: int = 128,
                   tol: float = 1e-11) -> BoundedRefitBracket:
     """Bracket the bounded refit R of Kumar (arXiv 2609.39408), eq. (6) (module docstring).
 
@@ -204,8 +210,8 @@ def bounded_refit(student, params, teacher, *, l2_cap=None, l1_cap=None, prec: i
         idx = np.flatnonzero(active)
         if idx.size:
             Hs = arb_mat(idx.size, idx.size)
-            for p_, i in enumerate(idx):
-                for q_, j in enumerate(idx):
+            for p_, i in enumerate(idx.tolist()):
+                for q_, j in enumerate(idx.tolist()):
                     Hs[p_, q_] = H[int(i), int(j)]
             try:
                 lo, hi, _, _ = A.sym_eig_enclosure(Hs, Hf[np.ix_(idx, idx)])

@@ -31,8 +31,14 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from .errors import Undecided
+
+if TYPE_CHECKING:
+    import numpy as np
+    from flint import arb
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["Bracket", "PROVENANCES", "STATUSES"]
 
@@ -40,7 +46,7 @@ PROVENANCES = ("rigorous", "numerical")
 STATUSES = ("resolved", "unresolved")
 
 
-def _exact(x) -> Fraction | float:
+def _exact(x: object) -> Fraction | float:
     """An exact rational (or ±inf) for a float / int / Fraction / mpmath mpf / Bracket endpoint."""
     if isinstance(x, bool):
         raise TypeError("a bool is not a number here")
@@ -81,7 +87,7 @@ def _exact(x) -> Fraction | float:
     raise TypeError(f"expected a real number, got {type(x).__name__}")
 
 
-def _nearest(q) -> float:
+def _nearest(q: Fraction | float) -> float:
     try:
         return float(q)
     except OverflowError:
@@ -91,7 +97,7 @@ def _nearest(q) -> float:
 _BIG = 1.7976931348623157e308
 
 
-def _down(q) -> float:
+def _down(q: Fraction | float) -> float:
     """Largest float64 <= q (q an exact rational, or a float / ±inf returned as is)."""
     if isinstance(q, float):
         return q
@@ -103,7 +109,7 @@ def _down(q) -> float:
     return f
 
 
-def _up(q) -> float:
+def _up(q: Fraction | float) -> float:
     """Smallest float64 >= q (q an exact rational, or a float / ±inf returned as is)."""
     if isinstance(q, float):
         return q
@@ -143,7 +149,7 @@ class Bracket:
     status: str = "resolved"
     note: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for nm in ("lo", "hi"):
             v = getattr(self, nm)
             if isinstance(v, bool) or not isinstance(v, numbers.Real):
@@ -163,13 +169,14 @@ class Bracket:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def point(cls, x, **kw) -> "Bracket":
+    def point(cls, x: float | Fraction, **kw: Any) -> "Bracket":
         """[x, x] for a float64 x (exact)."""
         x = float(_require_float(x, "x"))
         return cls(x, x, **kw)
 
     @classmethod
-    def enclosing(cls, lo, hi=None, **kw) -> "Bracket":
+    def enclosing(cls, lo: float | Fraction, hi: float | Fraction | None = None,
+                  **kw: Any) -> "Bracket":
         """The smallest float bracket containing the exact numbers lo and hi (default hi = lo).
 
         Accepts floats, ints, Fractions and mpmath mpf values (exact).
@@ -181,7 +188,7 @@ class Bracket:
         return cls(_down(qlo), _up(qhi), **kw)
 
     @classmethod
-    def from_arb(cls, x, **kw) -> "Bracket":
+    def from_arb(cls, x: arb, **kw: Any) -> "Bracket":
         """From a python-flint ``arb`` ball: its exact endpoints rounded outward."""
         from ._arb import arb_bounds
 
@@ -191,13 +198,13 @@ class Bracket:
         return cls(lo, hi, **kw)
 
     @classmethod
-    def whole(cls, lo=-math.inf, hi=math.inf, *, note: str = "", provenance: str = "rigorous") -> "Bracket":
+    def whole(cls, lo: float = -math.inf, hi: float = math.inf, *, note: str = "", provenance: str = "rigorous") -> "Bracket":
         """The whole admissible range, flagged ``unresolved`` (e.g. [0, 1] for an alignment)."""
         return cls(float(lo), float(hi), provenance=provenance, status="unresolved", note=note)
 
-    def replace(self, **kw) -> "Bracket":
-        d = dict(lo=self.lo, hi=self.hi, provenance=self.provenance, status=self.status,
-                 note=self.note)
+    def replace(self, **kw: Any) -> "Bracket":
+        d: dict[str, Any] = dict(lo=self.lo, hi=self.hi, provenance=self.provenance,
+                                 status=self.status, note=self.note)
         d.update(kw)
         return Bracket(**d)
 
@@ -241,18 +248,18 @@ class Bracket:
     def resolved(self) -> bool:
         return self.status == "resolved"
 
-    def contains(self, x) -> bool:
+    def contains(self, x: float | Fraction | Bracket) -> bool:
         """x ∈ [lo, hi], exactly (x a float, int, Fraction, mpmath mpf, or a Bracket)."""
         if isinstance(x, Bracket):
             return self.lo <= x.lo and x.hi <= self.hi
         q = _exact(x)
         return _le(self.lo, q) and _le(q, self.hi)
 
-    def overlaps(self, other) -> bool:
+    def overlaps(self, other: float | Fraction | Bracket) -> bool:
         o = _as_bracket(other)
         return self.lo <= o.hi and o.lo <= self.hi
 
-    def intersection(self, other) -> "Bracket":
+    def intersection(self, other: float | Fraction | Bracket) -> "Bracket":
         """[max lo, min hi]; raises ``ValueError`` when empty.  Provenance is the weaker one."""
         o = _as_bracket(other)
         lo, hi = max(self.lo, o.lo), min(self.hi, o.hi)
@@ -263,7 +270,7 @@ class Bracket:
         st = "resolved" if self.resolved or o.resolved else "unresolved"
         return Bracket(lo, hi, provenance=prov, status=st, note=self.note or o.note)
 
-    def union(self, other) -> "Bracket":
+    def union(self, other: float | Fraction | Bracket) -> "Bracket":
         """The convex hull."""
         o = _as_bracket(other)
         prov = "rigorous" if self.is_rigorous and o.is_rigorous else "numerical"
@@ -271,37 +278,37 @@ class Bracket:
         return Bracket(min(self.lo, o.lo), max(self.hi, o.hi), provenance=prov, status=st,
                        note=self.note or o.note)
 
-    def clip(self, lo, hi) -> "Bracket":
+    def clip(self, lo: float, hi: float) -> "Bracket":
         """Intersect with the admissible range [lo, hi] that the true value is known to lie in."""
         return self.replace(lo=min(max(self.lo, float(lo)), float(hi)),
                             hi=max(min(self.hi, float(hi)), float(lo)))
 
     # ------------------------------------------------------------------ comparisons
-    def certainly_lt(self, other) -> bool:
+    def certainly_lt(self, other: float | Fraction | Bracket) -> bool:
         return self.hi < _as_bracket(other).lo
 
-    def certainly_le(self, other) -> bool:
+    def certainly_le(self, other: float | Fraction | Bracket) -> bool:
         return self.hi <= _as_bracket(other).lo
 
-    def certainly_gt(self, other) -> bool:
+    def certainly_gt(self, other: float | Fraction | Bracket) -> bool:
         return self.lo > _as_bracket(other).hi
 
-    def certainly_ge(self, other) -> bool:
+    def certainly_ge(self, other: float | Fraction | Bracket) -> bool:
         return self.lo >= _as_bracket(other).hi
 
-    def possibly_lt(self, other) -> bool:
+    def possibly_lt(self, other: float | Fraction | Bracket) -> bool:
         return self.lo < _as_bracket(other).hi
 
-    def possibly_le(self, other) -> bool:
+    def possibly_le(self, other: float | Fraction | Bracket) -> bool:
         return self.lo <= _as_bracket(other).hi
 
-    def possibly_gt(self, other) -> bool:
+    def possibly_gt(self, other: float | Fraction | Bracket) -> bool:
         return self.hi > _as_bracket(other).lo
 
-    def possibly_ge(self, other) -> bool:
+    def possibly_ge(self, other: float | Fraction | Bracket) -> bool:
         return self.hi >= _as_bracket(other).lo
 
-    def decide_lt(self, other) -> bool:
+    def decide_lt(self, other: float | Fraction | Bracket) -> bool:
         """True if certainly <, False if certainly >=; raises :class:`Undecided` otherwise."""
         if self.certainly_lt(other):
             return True
@@ -309,11 +316,11 @@ class Bracket:
             return False
         raise Undecided(f"cannot decide {self} < {other}: the brackets overlap")
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TypeError("a Bracket has no truth value; use certainly_* / possibly_* "
                         "(or decide_lt, which raises Undecided)")
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         raise TypeError("Brackets are not ordered by '<'; use certainly_lt / possibly_lt")
 
     __le__ = __gt__ = __ge__ = __lt__
@@ -322,7 +329,7 @@ class Bracket:
     def __neg__(self) -> "Bracket":
         return self.replace(lo=-self.hi, hi=-self.lo)
 
-    def scale(self, c) -> "Bracket":
+    def scale(self, c: float | Fraction) -> "Bracket":
         """c · self for an exact float c (outward rounded)."""
         c = _exact(_require_float(c, "c"))
         if isinstance(c, float) or math.isinf(self.lo) or math.isinf(self.hi):
@@ -332,7 +339,7 @@ class Bracket:
         a, b = c * Fraction(self.lo), c * Fraction(self.hi)
         return self.replace(lo=_down(min(a, b)), hi=_up(max(a, b)))
 
-    def __str__(self):
+    def __str__(self) -> str:
         tag = "" if self.is_rigorous else " (numerical)"
         st = "" if self.resolved else " [unresolved]"
         return f"[{self.lo!r}, {self.hi!r}]{tag}{st}"
@@ -349,7 +356,7 @@ def _require_float(x, name):
     return x
 
 
-def _le(a, b) -> bool:
+def _le(a: Fraction | float, b: Fraction | float) -> bool:
     """a <= b for exact rationals / floats / ±inf."""
     if isinstance(a, float) and math.isinf(a):
         return a < 0 or (isinstance(b, float) and b == math.inf)
@@ -358,7 +365,7 @@ def _le(a, b) -> bool:
     return Fraction(a) <= Fraction(b)
 
 
-def _as_bracket(x) -> Bracket:
+def _as_bracket(x: float | Fraction | Bracket) -> Bracket:
     if isinstance(x, Bracket):
         return x
     return Bracket.enclosing(x)
@@ -371,9 +378,14 @@ class BracketArray:
     """
 
     __slots__ = ("lo", "hi", "provenance", "status", "note")
+    lo: NDArray[np.float64]
+    hi: NDArray[np.float64]
+    provenance: str
+    status: str
+    note: str
 
-    def __init__(self, lo, hi, provenance: str = "rigorous", status: str = "resolved",
-                 note: str = ""):
+    def __init__(self, lo: ArrayLike, hi: ArrayLike, provenance: str = "rigorous",
+                 status: str = "resolved", note: str = "") -> None:
         import numpy as np
 
         lo = np.array(lo, dtype=np.float64)
@@ -396,29 +408,29 @@ class BracketArray:
         object.__setattr__(self, "status", status)
         object.__setattr__(self, "note", note)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("BracketArray is immutable")
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return self.lo.shape
 
     @property
-    def mid(self):
+    def mid(self) -> NDArray[np.float64]:
         return 0.5 * self.lo + 0.5 * self.hi
 
     @property
-    def width(self):
+    def width(self) -> NDArray[np.float64]:
         return self.hi - self.lo
 
-    def __getitem__(self, idx) -> Bracket:
+    def __getitem__(self, idx: Any) -> Bracket | BracketArray:
         lo, hi = self.lo[idx], self.hi[idx]
         if getattr(lo, "ndim", 0):
             return BracketArray(lo, hi, self.provenance, self.status, self.note)
         return Bracket(float(lo), float(hi), provenance=self.provenance, status=self.status,
                        note=self.note)
 
-    def contains(self, x) -> bool:
+    def contains(self, x: ArrayLike) -> bool:
         """Every entry of the float64 array ``x`` lies in its bracket (exact comparison)."""
         import numpy as np
 
@@ -427,9 +439,9 @@ class BracketArray:
             raise ValueError(f"shape mismatch: {x.shape} vs {self.lo.shape}")
         return bool(np.all(self.lo <= x) and np.all(x <= self.hi))
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TypeError("a BracketArray has no truth value; use contains / entries")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"BracketArray(shape={self.shape}, max width={float(self.width.max()) if self.lo.size else 0.0:.3g}, "
                 f"provenance={self.provenance!r})")

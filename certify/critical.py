@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from flint import arb, arb_mat
@@ -353,8 +354,8 @@ def _lgh(x, prob: Problem, B, *, hess: bool, refuse_coincident: bool = True):
     eps = prob.signs
     U = [x[j * d:(j + 1) * d] for j in range(m)]
     off = m * d
-    v = x[off:off + d] if prob.skip else None
-    c = x[-1] if prob.intercept else None
+    v: Any = x[off:off + d] if prob.skip else None
+    c: Any = x[-1] if prob.intercept else None
     Zs = [B.arr(list(z)) for z in prob.Z]
     al = [B.arr([a])[0] for a in prob.alpha]
     nu2 = [u @ u for u in U]
@@ -364,7 +365,7 @@ def _lgh(x, prob: Problem, B, *, hess: bool, refuse_coincident: bool = True):
                           "in u there)")
     L = B.arr([0.0])[0]
     G = B.zeros(P)
-    H = B.zeros((P, P)) if hess else None
+    H: Any = B.zeros((P, P)) if hess else None
     eye = B.eye(d)
     half = B.arr([0.5])[0]
     for j in range(m):
@@ -533,7 +534,8 @@ def _vec_bounds(vals):
     return lo, hi
 
 
-def critical_point(student, params, teacher, *, radius=None, prec: int = 128,
+def critical_point(student: Student, params: Params, teacher: Teacher, *,
+                   radius: float | None = None, prec: int = 128,
                    refine: bool = True) -> CriticalPoint:
     """Certify a critical point of the bias-free relu population loss near ``params``.
 
@@ -609,7 +611,6 @@ def critical_point(student, params, teacher, *, radius=None, prec: int = 128,
         return _certify(prob, xf, radius, prec, refine, coords)
     # default: 1e−8·scale, shrunk (1e−10, 1e−12) when the Hessian varies too much over the box
     # (an ill-conditioned minimum) -- never enlarged past the first try
-    res = None
     for f in (1e-8, 1e-10, 1e-12):
         res = _certify(prob, xf, f * scale, prec, refine, coords)
         shrink = res.reason.startswith("Krawczyk failed") or "bracket contains 0" in res.reason

@@ -16,7 +16,7 @@ class CertificationError(ArithmeticError):
     ``hint`` holds that advice separately for programs.
     """
 
-    def __init__(self, message: str, *, hint: str = ""):
+    def __init__(self, message: str, *, hint: str = "") -> None:
         self.hint = hint
         super().__init__(message if not hint else f"{message} -- try: {hint}")
 

@@ -50,6 +50,8 @@ C. Stein (1981), Ann. Statist. 9, 1135–1151 (Gaussian integration by parts); d
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from flint import arb, arb_mat
 from popdyn.teachers.gated import GatedTeacher
@@ -215,6 +217,7 @@ def gated_moments(student, params, teacher, *, prec: int = 128) -> MO.CertMoment
             ey = kap * (a - b) / 2
             ey2 = kap * kap * (3 * a * a + 3 * b * b - 2 * a * b - 4 * c * c) / 4
         else:
+            gu: Any                  # the gate's unit (_PL or SmoothUnit); None for "id"
             gk, gu, Ng = (None, None, 0) if gate == "id" else _gate_unit(gate, geo.alpha[i1],
                                                                           prec)
             fp = _FP_SUP[gate]

@@ -26,6 +26,7 @@ Other student families are bracketed by the certifier their module registers in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
@@ -39,6 +40,10 @@ from . import gated, pl_smooth
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
+
+if TYPE_CHECKING:
+    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.teachers import Teacher
 
 __all__ = ["LossBracket", "loss"]
 
@@ -103,7 +108,8 @@ def _finite_or_raise(x, what):
                                  hint="a higher prec")
 
 
-def loss(student, params, teacher, *, prec: int = 128, grad: bool = False) -> LossBracket:
+def loss(student: AnyStudent, params: AnyParams, teacher: Teacher, *, prec: int = 128,
+         grad: bool = False) -> LossBracket:
     """Bracket the population loss L = ½E[(f − y)²] (and optionally its gradient).
 
     Parameters

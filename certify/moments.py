@@ -74,6 +74,7 @@ D. B. Owen, Ann. Math. Statist. 27 (1956) 1075–1090.
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -109,7 +110,7 @@ class _PL:
         self.p, self.q = p, q
         self.al = al
         self.be = arb(be)
-        self._coef = None
+        self._coef: tuple[list[Any], None] | None = None
         one = arb(1)
         if al_zero or self.pf == 0.0:
             # constant unit (α = 0): σ(β) = Lβ with L = p + q (β > 0) or q;

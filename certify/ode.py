@@ -579,7 +579,7 @@ def crossing_times(field_, x0, specs, *, t_max: float, order: int = 20, vorder: 
     if not specs or not all(isinstance(s, CrossingSpec) for s in specs):
         raise TypeError("`specs` must be a non-empty sequence of CrossingSpec")
     t_max = float(t_max)
-    out = [None] * len(specs)
+    out: list[Bracket | None] = [None] * len(specs)
     steps = []
     with A.workprec(prec):
         old_cap = ctx.cap

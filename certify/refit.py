@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
@@ -49,6 +50,7 @@ from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
 from popdyn.diagnostics.refit import (_check_refit_args, check_kind, solve_ball,
                                       solve_cutoff)
 from popdyn.family import RefitProblem
+from popdyn.models import Params
 from popdyn.objective import _check
 
 from . import _arb as A
@@ -57,6 +59,11 @@ from . import gated, pl_smooth
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.teachers import Teacher
 
 __all__ = ["RefitBracket", "refit_risk"]
 
@@ -252,8 +259,10 @@ def _feasible_head(a: np.ndarray, B2a) -> np.ndarray:
     raise CertificationError("could not certify the head inside the ball", hint="a higher prec")
 
 
-def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *, U=None,
-               rcond: float = 1e-12, equilibrate: bool = True, prec: int = 128) -> RefitBracket:
+def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
+               kind: str = "unrestricted", budget: float | None = None, *,
+               U: ArrayLike | None = None, rcond: float = 1e-12, equilibrate: bool = True,
+               prec: int = 128) -> RefitBracket:
     """Bracket the optimal frozen-feature refit risk (MSE scale) of ``kind``.
 
     Parameters
@@ -342,6 +351,7 @@ def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None
         _problem_of = functools.partial(entry.build, base=_problem_of)
     if kind == "projected":
         Sx, axes = teacher_frame(teacher if U is None else U, student.d)
+        assert isinstance(params, Params)        # "projected" is a ridge / skip refit kind
         params = params.replace(W=snap_to_axes(params.W, Sx, axes))
     elif U is not None:
         raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")

@@ -63,6 +63,7 @@ ICMS 2018 (``acb.integral``).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from flint import acb, arb, arb_mat, arb_series, ctx
@@ -98,7 +99,7 @@ class SmoothUnit:
     ``tc``, ``td`` of their tail energies beyond the last order.
     """
 
-    def __init__(self, kind: str, al, be: float, zero: bool):
+    def __init__(self, kind: str, al, be: float | arb, zero: bool):
         if kind not in SMOOTH:
             raise ValueError(f"smooth kind must be one of {SMOOTH}, got {kind!r}")
         self.kind = kind
@@ -106,8 +107,8 @@ class SmoothUnit:
         self.zero = bool(zero)
         self.bef = float(be)
         self.be = arb(be)
-        self._ser = None
-        self._trap = None
+        self._ser: tuple[list[Any], list[Any], Any, Any] | None = None
+        self._trap: tuple[list[Any], list[Any], Any, Any] | None = None
         al, be = self.al, self.be
         if kind == "erf":
             s2 = 1 / (1 + 2 * al * al)
@@ -199,6 +200,7 @@ class SmoothUnit:
             c = [self.mu0] + [al * d[n - 1] / _sq(n) for n in range(1, N + 1)]
             tc = A.mul_up(A.upper(al * al / (N + 1)), td + A.upper(d[N] * d[N]))
         else:
+            assert self._trap is not None        # set by _Trap for the kinds without closed forms
             c, d, E0, E1 = self._trap
             c, d = c[:N + 1], d[:N + 1]
             tc, td = _tail(E0, c), _tail(E1, d)
@@ -381,6 +383,7 @@ def _plan(kind, al_max: float, beta_max: float, N: int, prec: int):
         h = 2 * math.pi * a / (logM + math.log(2) + ltol)
         if best is None or h > best[1]:
             best = (a, h)
+    assert best is not None                  # h > 0 at every t of the grid
     a, h = best
     h = math.ldexp(math.floor(math.ldexp(h, 24)), -24)
     X = c + 2.0
@@ -623,7 +626,7 @@ def smooth_moments(student, params, teacher=None, *, prec: int = 128, need_B: bo
         N = pick_order(su, prec) if kind in _CLOSED else trap_order(su, prec)
         eng = PairEngine(kind, allunits, N, prec)
         C = arb_mat(m, m)
-        B = arb_mat(m, m) if need_B else None
+        B: Any = arb_mat(m, m) if need_B else None
         for i in range(m):
             for j in range(i, m):
                 if i == j:

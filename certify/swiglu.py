@@ -61,6 +61,7 @@ docs/design.md §3, §6.
 from __future__ import annotations
 
 import math
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -176,6 +177,7 @@ def _plan(al_max: float, N: int, prec: int):
         h = 2 * math.pi * a / (logM + math.log(2) + ltol)
         if best is None or h > best[1]:
             best = (a, h)
+    assert best is not None                  # h > 0 at every t of the grid
     a, h = best
     h = math.ldexp(math.floor(math.ldexp(h, 24)), -24)
     # truncation point: Gaussian tail of e^{c² /2} Q(X − c) below the target (float planning;
@@ -271,8 +273,8 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
         half = arb(1) / 2
         # the part of σ^(p) left to the quadrature: its parity, and its values at x = α z_k
         qpar = (0, 1, 0, 1, 0)
-        S = [[None] * len(nz) for _ in range(5)]
-        D = [None] * len(nz)                               # (x_k, σ^(p)(x_k)) per unit
+        S: list[list[Any]] = [[None] * len(nz) for _ in range(5)]
+        D: list[Any] = [None] * len(nz)                              # (x_k, σ^(p)(x_k)) per unit
         for jj, j in enumerate(nz):
             al = alphas[j]
             xs = [al * z for z in zs]
@@ -285,13 +287,16 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
         zero = arb(0)
         for p in range(5):
             cols_n = par[qpar[p]]
-            Tp = arb_mat(S[p]) * Hm[qpar[p]] if cols_n else None
             rad = arb(0, rc[p])
             for jj, j in enumerate(nz):
                 for n in range(N + 1):
                     T[p][j, n] = zero
-                for c, n in enumerate(cols_n):
-                    T[p][j, n] = Tp[jj, c] + rad
+            if not cols_n:
+                continue
+            Tp = arb_mat(S[p]) * Hm[qpar[p]]
+            for jj, j in enumerate(nz):
+                for ci, n in enumerate(cols_n):
+                    T[p][j, n] = Tp[jj, ci] + rad
         for jj, j in enumerate(nz):
             T[1][j, 0] = half                              # σ' = 1/2 + odd
             if N >= 1:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 from flint import arb
@@ -44,6 +45,9 @@ from popdyn import _validate as V
 from . import _arb as A
 from .bracket import Bracket
 from .errors import CertificationError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["TimescaleBracket", "ExponentBracket", "crossing_bracket", "timescale",
            "scaling_exponent"]
@@ -110,7 +114,8 @@ def _check_series(times, values):
     return t, v
 
 
-def crossing_bracket(times, values, level, *, direction: str = "down") -> Bracket:
+def crossing_bracket(times: ArrayLike, values: ArrayLike, level: float, *,
+                     direction: str = "down") -> Bracket:
     """[t_{k−1}, t_k] around the first recorded crossing of ``level`` (see module docstring).
 
     Exact for the recorded discrete process, hence ``rigorous`` as a statement about the
@@ -133,7 +138,8 @@ def crossing_bracket(times, values, level, *, direction: str = "down") -> Bracke
                    note="bracket between the last recorded value before and the first after")
 
 
-def timescale(run, level, *, h: float, refinements: int = 2, direction: str = "down",
+def timescale(run: Callable[[float], tuple[ArrayLike, ArrayLike]], level: float, *, h: float,
+              refinements: int = 2, direction: str = "down",
               safety: float = 2.0) -> TimescaleBracket:
     """Bracket the gradient-flow crossing time of ``level`` by step refinement.
 
@@ -194,7 +200,8 @@ def timescale(run, level, *, h: float, refinements: int = 2, direction: str = "d
                             safety, float(level), direction)
 
 
-def scaling_exponent(x, brackets, *, prec: int = 128) -> ExponentBracket:
+def scaling_exponent(x: ArrayLike, brackets: Sequence[Bracket | TimescaleBracket], *,
+                     prec: int = 128) -> ExponentBracket:
     """Bracket the exponent κ of T ∝ x^κ from a sweep (see module docstring).
 
     Parameters

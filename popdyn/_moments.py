@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from ._kernels import fused as _fk
 from ._kernels import mehler as _km
 from ._kernels import plmoments as _pl
 from ._kernels.geometry import pair_geometry
+
+if TYPE_CHECKING:
+    from .links import Link
 
 # tolerances of the closed-form kernels, always passed explicitly (numba dispatches defaulted
 # arguments through its slow generic path; STYLE item 3: every tolerance a parameter)
@@ -321,7 +325,7 @@ class UnitSet:
     p: np.ndarray | None = None
     q: np.ndarray | None = None
     code: int = 0
-    link: object = None
+    link: Link | None = None
 
     @property
     def n(self) -> int:
@@ -347,7 +351,7 @@ def student_units(student, params) -> UnitSet:
 
 
 #: the engine's per-teacher cache (teachers are immutable and never hold it themselves)
-_TEACHER_CACHE = weakref.WeakKeyDictionary()
+_TEACHER_CACHE: weakref.WeakKeyDictionary[object, dict] = weakref.WeakKeyDictionary()
 
 
 def teacher_cache(teacher) -> dict:
@@ -605,6 +609,7 @@ def cross_moments(su: UnitSet, tu: UnitSet, rtol: float, errors=None):
         return Ct, Bt, At, Dt, np.zeros((m, k)), None
     if su.kind == "pl" and tu.kind == "link":
         g = tu.link
+        assert g is not None                 # kind "link" units carry their link
         Ct = np.zeros((m, k)); Bt = np.zeros((m, k)); At = np.zeros((m, k)); Dt = np.zeros((m, k))
         err = np.zeros((m, k))
         order = None

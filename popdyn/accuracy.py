@@ -27,6 +27,7 @@ import math
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: the smallest series tolerance the refinement asks the Hermite engine for
 RTOL_FLOOR = 1e-16
@@ -71,7 +72,7 @@ def next_tolerance(tol: float, error: float, target: float) -> float:
     return max(t, RTOL_FLOOR)
 
 
-def tolerances(rtol: float):
+def tolerances(rtol: float) -> list[float]:
     """The series tolerances tried for a request ``rtol``: rtol, rtol/100, ... down to
     :data:`RTOL_FLOOR` (at least one)."""
     t = float(rtol)
@@ -91,7 +92,7 @@ def warn(what: str, error: float, target: float, rtol: float, cap: str, advice: 
         AccuracyWarning, stacklevel=stacklevel)
 
 
-def budget_cap(steps: int, t0: float):
+def budget_cap(steps: int, t0: float) -> str | None:
     """The name of the refinement cap reached after ``steps`` refinement steps begun at
     ``time.perf_counter()`` = ``t0`` (:data:`MAX_STEPS`, :data:`MAX_SECONDS`), or None."""
     import time
@@ -102,7 +103,7 @@ def budget_cap(steps: int, t0: float):
     return None
 
 
-def spectral_norm(M) -> float:
+def spectral_norm(M: ArrayLike) -> float:
     """‖M‖₂ of a symmetric matrix (largest |eigenvalue|; 0 for an empty one)."""
     M = np.asarray(M, dtype=float)
     if M.size == 0:
@@ -111,6 +112,6 @@ def spectral_norm(M) -> float:
     return float(np.max(np.abs(ev)))
 
 
-def finite_or_inf(x) -> float:
+def finite_or_inf(x: float) -> float:
     x = float(x)
     return x if math.isfinite(x) else math.inf

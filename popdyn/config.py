@@ -346,7 +346,7 @@ def teacher_from_table(table: dict, d: int) -> Teacher:
 
 def _rank(t: dict, d: int, default: int) -> int:
     r = t.pop("rank", default)
-    if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= r <= d:
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= int(r) <= d:
         raise ConfigError(f"[teacher] rank must be an int in 1..d = {d}, got {r!r}")
     return int(r)
 

@@ -50,16 +50,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable, Generic
 
 import numpy as np
 
 from ._kernels import fused as _fk
 from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
+from ._typing import AnyStudent, P
 from . import _validate as V
 from .family import family_of
-from .models import Params, Student
-from .plateau import BASELINE_RULE, PlateauRule, PlateauWatch
+from .models import ParamArrays, Params, Student
+from .plateau import BASELINE_RULE, Plateau, PlateauRule, PlateauWatch
 from .teachers import Teacher
 
 STATUSES = ("converged", "horizon", "diverged")
@@ -136,7 +138,7 @@ class Schedule:
 
 
 @dataclass
-class Trajectory:
+class Trajectory(Generic[P]):
     """A training run: the loss at every update and parameter snapshots on a schedule.
 
     Attributes
@@ -175,15 +177,16 @@ class Trajectory:
     snap_t: np.ndarray
     snapshots: dict
     status: str
-    final: Params
+    final: P
     variance: float
     records: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
     #: the parameter container of the snapshots (the student family's ``params_type``)
-    params_type: type = Params
+    # (ignore[assignment]: a default of a generic field; Params is the ridge family's container)
+    params_type: type[P] = Params  # type: ignore[assignment]
     steps: np.ndarray | None = None
     backtracks: np.ndarray | None = None
-    plateau: object = None
+    plateau: Plateau | None = None
 
     @property
     def normalized_loss(self) -> np.ndarray:
@@ -194,7 +197,7 @@ class Trajectory:
         """The full MSE E[(f − y)²] = 2L after every update (Kumar eq. (2): the paper's loss)."""
         return 2.0 * self.loss
 
-    def snapshot(self, i: int):
+    def snapshot(self, i: int) -> P:
         """The state of snapshot ``i`` (a ``params_type`` built from the snapshot fields)."""
         s = self.snapshots
         return self.params_type(**{k: (float(v[i]) if k == "c" else v[i]) for k, v in s.items()})
@@ -274,10 +277,10 @@ class Problem:
     ``p0``, the teacher variance ``VY`` and the stopping rules (module docstring).
     """
 
-    evaluate: object
-    axpy: object
-    diff_norm: object
-    p0: object
+    evaluate: Callable[[Any], tuple[float, Any, Any]]
+    axpy: Callable[[Any, Any, float], Any] | None
+    diff_norm: Callable[[Any, Any], float]
+    p0: ParamArrays
     VY: float
     lr: float
     max_updates: int
@@ -302,7 +305,8 @@ class Stepper:
         pr = self.problem = problem
         self.rec = recorder
         #: a :class:`popdyn.plateau.PlateauWatch` fed the loss of every update (:meth:`watch`)
-        self.watch, self._units = None, None
+        self.watch: PlateauWatch | None = None
+        self._units: Callable[[float], float] | None = None
         self.L, self.g, self.p = pr.evaluate(pr.p0)
         self.n, self.t, self.status = 0, 0.0, "running"
         self.grad_evals, self.forced_steps = 1, 0
@@ -339,6 +343,7 @@ class Stepper:
         sch = pr.schedule
         w = self.watch
         if w is not None and not w.done:
+            assert self._units is not None           # set with the watch (attach)
             prev = (n, self.t, self.p.copy(), self.L, self._state_moments())
             self._step_impl(1)
             if self.n > n and w.feed(self._units(self.L)):
@@ -605,13 +610,14 @@ class FusedGD(Stepper):
             self.status = "converged"
 
 
-def train(student: Student, params: Params, teacher, *, method: str = "flow",
+def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "flow",
           lr: float = 0.05, head_lr_mult: float = 1.0, bias_lr_mult: float = 1.0,
           intercept_lr_mult: float = 1.0, eps: float = 0.05, h0: float = 0.05,
           h_min: float = 1e-6, h_max: float = 10.0, max_updates: int = 100_000,
           max_time: float = np.inf, loss_target: float = 0.0, explode: float = 1e6,
-          schedule: Schedule | None = None, recorder=None, rtol: float = 1e-10,
-          max_halvings: int = 40, plateau_watch: PlateauWatch | None = None) -> Trajectory:
+          schedule: Schedule | None = None, recorder: Callable[..., dict] | None = None,
+          rtol: float = 1e-10,
+          max_halvings: int = 40, plateau_watch: PlateauWatch | None = None) -> Trajectory[P]:
     """Train ``student`` from ``params`` on the population loss against ``teacher``.
 
     Parameters
@@ -691,6 +697,7 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
     rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=fam.fields)
     problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, cfg["lr"], cfg["max_updates"],
                       cfg["max_time"], cfg["loss_target"], cfg["explode"], cfg["schedule"])
+    run: Stepper
     if method == "flow":
         run = AdaptiveEuler(problem, rec, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
                             h_max=cfg["h_max"])
@@ -721,8 +728,9 @@ def train(student: Student, params: Params, teacher, *, method: str = "flow",
                 max_updates=cfg["max_updates"], max_time=cfg["max_time"],
                 loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
-    extra = {}
+    extra: dict[str, Any] = {}
     if method == "armijo":
+        assert isinstance(run, PersistentArmijo)
         info.update(max_halvings=cfg["max_halvings"], h=run.h, failure=run.failure)
         extra = dict(steps=np.array(run.steps, dtype=np.float64),
                      backtracks=np.array(run.backtracks, dtype=np.int64))

@@ -110,7 +110,10 @@ class StudentFamily(Protocol):
     fields: tuple
     refit_kinds: tuple
     geometry_kind: str
-    agop_closed_form: bool
+
+    @property
+    def agop_closed_form(self) -> bool:
+        """True when the AGOP's moments are closed forms (a property or a class attribute)."""
 
     def check(self, params, teacher=NO_TEACHER, *, name: str = "params"):
         """Validate ``params`` (and ``teacher``, unless it is :data:`NO_TEACHER`)."""

@@ -38,6 +38,7 @@ import math
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def validate_config(cfg: dict, *, source: str = "<config>") -> dict:
     """Check a configuration dict (as :func:`load_config` reads it); returns a cleaned copy."""
     if not isinstance(cfg, dict):
         raise TypeError(f"`cfg` must be a dict, got {type(cfg).__name__}")
-    out = {"name": str(cfg.get("name", "learnability"))}
+    out: dict[str, Any] = {"name": str(cfg.get("name", "learnability"))}
     for sec, keys in SECTIONS.items():
         tab = cfg.get(sec)
         if not isinstance(tab, dict):
@@ -375,7 +376,7 @@ def census(cfg: dict, preset: str = "quick", *, workers: int = 1, log=None, limi
                     continue
                 if rec.get("_config") == stamp:
                     done[rec["_key"]] = rec
-    out = [done.get(_key(kw)) for kw in kws]
+    out: list[Any] = [done.get(_key(kw)) for kw in kws]     # every entry is set by finish
     todo = [i for i, r in enumerate(out) if r is None]
     fh = None if log is None else open(log, "a")
 

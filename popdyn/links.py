@@ -872,7 +872,8 @@ def _link_from_name(name: str) -> Link:
         if name == "abs":
             return _pl_link(name, 2.0, -1.0, (_ctx.sqrt(2 / pi), 1, 1))
     if name.startswith("h") and name[1:].isdigit():
-        atoms = ((Fraction(1), "h", int(name[1:]), Fraction(0)),)
+        atoms: tuple[tuple[Fraction, str, int, Fraction], ...] = (
+            (Fraction(1), "h", int(name[1:]), Fraction(0)),)
     elif name == "h3+0.3h2":
         atoms = ((Fraction(1), "h", 3, Fraction(0)), (Fraction(3, 10), "h", 2, Fraction(0)))
     elif name == "gaussian_bump":
@@ -941,7 +942,7 @@ def _build_mixture(name: str) -> Link:
     if p == 0.0 and q == 0.0 and all(hd.gmu is not None for hd in hds):
         # combinations of eq. (7) links: one (signed) measure, exact closed forms
         with _ctx.workdps(_BASE_DPS):
-            atoms = tuple((_ctx.mpf(w) * aw, v) for (w, _), hd in zip(comps, hds)
+            atoms: tuple[tuple, ...] = tuple((_ctx.mpf(w) * aw, v) for (w, _), hd in zip(comps, hds)
                           for aw, v in hd.gmu)
         hd, moments = _hdata_gmu(atoms)
         return _assemble(name, 0.0, 0.0, hd, moments, (f, df, fmp, dfmp), comps)

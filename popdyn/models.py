@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import math
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate as V
 from . import family as _family
@@ -52,7 +54,7 @@ def init_head_width(convention: str, scale: float, d: int) -> float:
 
 
 #: named students (:meth:`Student.preset`)
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # Kumar (arXiv 2609.39408) §3 eqs. (2)-(3), App. D eq. (43): f(x) = (1/m) Σ_j A_j
     # relu(W_j·x + B_j), trained biases, no intercept
     "paper_relu": dict(activation="relu", bias=True, intercept=False, scaling="mean_field"),
@@ -65,6 +67,12 @@ class ParamArrays:
     intercept ``c``."""
 
     _ARRAYS: tuple = ()
+    a: np.ndarray
+    c: float
+    __dataclass_fields__: ClassVar[dict[str, Any]]   # the containers are dataclasses
+
+    if TYPE_CHECKING:
+        def __init__(self, *args: Any, **kw: Any) -> None: ...   # the dataclass's
 
     @property
     def m(self) -> int:
@@ -77,10 +85,10 @@ class ParamArrays:
     def _arrays(self):
         return [getattr(self, f) for f in self._ARRAYS]
 
-    def replace(self, **kw):
+    def replace(self, **kw: Any) -> Self:
         return replace(self, **kw)
 
-    def copy(self):
+    def copy(self) -> Self:
         return type(self)(*[x.copy() for x in self._arrays()], self.c)
 
     def flat(self) -> np.ndarray:
@@ -112,8 +120,13 @@ class Params(ParamArrays):
     W: np.ndarray
     b: np.ndarray
     c: float = 0.0
-    v: np.ndarray | None = None
+    #: (ignore[assignment]: ``__post_init__`` replaces None by zeros, so ``v`` is an array)
+    v: np.ndarray = None  # type: ignore[assignment]
     _ARRAYS = ("a", "W", "b")
+
+    if TYPE_CHECKING:   # the dataclass's __init__, which takes array_like (stored as float64)
+        def __init__(self, a: ArrayLike, W: ArrayLike, b: ArrayLike, c: float = 0.0,
+                     v: ArrayLike | None = None) -> None: ...
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -137,7 +150,7 @@ class Params(ParamArrays):
                 raise ValueError(f"`v` must have shape (d,) = ({W.shape[1]},), got {v.shape}")
         object.__setattr__(self, "v", v)
 
-    def copy(self):
+    def copy(self) -> Params:
         return Params(self.a.copy(), self.W.copy(), self.b.copy(), self.c, self.v.copy())
 
     def is_finite(self) -> bool:
@@ -193,10 +206,10 @@ class Student:
     scaling: str = "standard"
     skip: bool = False
     act: Activation = field(init=False, repr=False, compare=False)
-    family: object = field(init=False, repr=False, compare=False)
+    family: RidgeFamily = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         V.positive_int("d", self.d)
         V.positive_int("m", self.m)
         V.choice("scaling", self.scaling, SCALINGS)
@@ -214,7 +227,7 @@ class Student:
         """Output scale: 1 (standard) or 1/m (mean_field)."""
         return 1.0 if self.scaling == "standard" else 1.0 / self.m
 
-    def replace(self, **kw) -> "Student":
+    def replace(self, **kw: Any) -> "Student":
         return replace(self, **kw)
 
     @classmethod
@@ -258,7 +271,8 @@ class Student:
                              "(use popdyn.Student(..., skip=True) for a linear skip v·x)")
         return params
 
-    def init(self, seed: int, scale: float, teacher=None, *, convention: str = "norm") -> Params:
+    def init(self, seed: int, scale: float, teacher: Teacher | None = None, *,
+             convention: str = "norm") -> Params:
         """Deterministic small Gaussian initialization.
 
         a_j ~ N(0, scale²), W_jk ~ N(0, scale²/d) (so |w_j| ≈ scale), b_j ~ N(0, scale²) if
@@ -315,7 +329,7 @@ class RidgeFamily:
 
     name = "ridge"
     label = "relu-family"
-    fields = ("a", "W", "b", "c")
+    fields: tuple[str, ...] = ("a", "W", "b", "c")
     params_type = Params
     refit_kinds = ("unrestricted", "same_budget", "bounded", "projected")
     geometry_kind = "neuron"

@@ -26,14 +26,16 @@ Central seed paper (../shared/seeds/003_40ccf210d3358dbe.txt), population object
 from __future__ import annotations
 
 import time
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from . import _moments as _mom
 from . import accuracy as _acc
 from ._notice import compile_notice
-from .family import family_of
-from .models import Params, Student
+from .family import StudentFamily, family_of
+from ._typing import AnyParams, AnyStudent, P
+from .teachers import Teacher
 
 
 def _check(student, params, teacher):
@@ -41,7 +43,7 @@ def _check(student, params, teacher):
     family_of(student).check(params, teacher)
 
 
-def _loss_from(student, params, teacher, M) -> float:
+def _loss_from(student: AnyStudent, params: AnyParams, teacher: Teacher, M: Any) -> float:
     return student.family.loss(params, teacher, M)
 
 
@@ -49,12 +51,21 @@ def _grad_from(student, params, teacher, M):
     return student.family.grad(params, teacher, M)
 
 
-def _loss_error(student, params, teacher, M) -> float:
+def _loss_error(student: AnyStudent, params: AnyParams, teacher: Teacher, M: Any) -> float:
     return student.family.loss_error(params, teacher, M)
 
 
-def population_loss(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
-                    full_output: bool = False):
+@overload
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[False] = False) -> float: ...
+@overload
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[True]) -> tuple[float, dict[str, Any]]: ...
+@overload
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> float | tuple[float, dict[str, Any]]: ...
+def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> float | tuple[float, dict[str, Any]]:
     """L = ½E[(f − y)²] exactly (closed forms for relu/leaky_relu; Hermite series otherwise).
 
     Parameters
@@ -87,7 +98,8 @@ def population_loss(student: Student, params: Params, teacher, *, rtol: float = 
     return L
 
 
-def _loss_atol(fam, params, teacher, M, info) -> float:
+def _loss_atol(fam: StudentFamily, params: AnyParams, teacher: Teacher, M: Any,
+               info: dict) -> float:
     """The rounding floor of the loss (``atol`` of the contract)."""
     if "rounding" in info:
         return float(info["rounding"])
@@ -197,7 +209,7 @@ def _grad_scale(fam, params, teacher, M, g):
     return sc
 
 
-def _closed(fam, student, teacher, rtol) -> bool:
+def _closed(fam: StudentFamily, student: AnyStudent, teacher: Teacher, rtol: float) -> bool:
     """The fused relu / leaky-relu pairs (:func:`popdyn._moments.closed_form`): nothing to
     estimate, the family's own evaluation is returned (the integrators' bits, no overhead)."""
     if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
@@ -283,8 +295,17 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
     return L, g, info, linfo
 
 
-def population_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
-                    full_output: bool = False):
+@overload
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[False] = False) -> P: ...
+@overload
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: Literal[True]) -> tuple[P, dict[str, Any]]: ...
+@overload
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> P | tuple[P, dict[str, Any]]: ...
+def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                    full_output: bool = False) -> P | tuple[P, dict[str, Any]]:
     """The exact gradient of L = ½E[(f − y)²] in all parameters, as a :class:`Params`.
 
     Fixed parameters (biases of a bias-free student, intercept of an intercept-free student) get
@@ -355,8 +376,21 @@ def _fused_loss_and_grad(student, params, teacher):
     return float(L), Params(ga, gW, gb, float(gc))
 
 
-def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e-10,
-                  check: bool = True, full_output: bool = False):
+@overload
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True,
+                  full_output: Literal[False] = False) -> tuple[float, P]: ...
+@overload
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True,
+                  full_output: Literal[True]) -> tuple[float, P, dict[str, Any]]: ...
+@overload
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True, full_output: bool = False
+                  ) -> tuple[float, P] | tuple[float, P, dict[str, Any]]: ...
+def loss_and_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: float = 1e-10,
+                  check: bool = True, full_output: bool = False
+                  ) -> tuple[float, P] | tuple[float, P, dict[str, Any]]:
     """(L, ∇L) from one moment evaluation, under the contracts of :func:`population_loss` and
     :func:`population_grad` (one refinement loop for both; a warning for each one missed).
 
@@ -384,6 +418,6 @@ def loss_and_grad(student: Student, params: Params, teacher, *, rtol: float = 1e
     return L, g
 
 
-def fit_intercept(student: Student, params: Params, teacher) -> Params:
+def fit_intercept(student: AnyStudent, params: P, teacher: Teacher) -> P:
     """Return ``params`` with the intercept set to its exact minimizer c = E[y] − E[f − c]."""
     return family_of(student).fit_intercept(params, teacher)

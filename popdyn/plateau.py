@@ -18,9 +18,12 @@ endpoint E and its successor E + 1 while training); both give the same endpoint.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate as V
 
@@ -74,8 +77,9 @@ def _window_bad(ell: np.ndarray, q0: float) -> np.ndarray:
         return ~(lo > 0) | (hi / lo > 1.0 + q0)
 
 
-def plateau(losses, *, delta: float | None = None, ratio: float | None = None,
-            q0: float | None = None, band=None, n=None, t=None) -> Plateau:
+def plateau(losses: ArrayLike, *, delta: float | None = None, ratio: float | None = None,
+            q0: float | None = None, band: tuple[float, float] | None = None,
+            n: ArrayLike | None = None, t: ArrayLike | None = None) -> Plateau:
     """The loss-plateau prefix of a loss sequence.
 
     Exactly one of ``delta`` (absolute band |ℓ_k − ℓ_0| ≤ δ), ``ratio`` (|ℓ_k/ℓ_0 − 1| ≤ ratio)
@@ -155,7 +159,8 @@ class PlateauRule:
         object.__setattr__(self, "band", _band(self.band))
         V.choice("units", self.units, UNITS)
 
-    def apply(self, losses, *, n=None, t=None) -> Plateau:
+    def apply(self, losses: ArrayLike, *, n: ArrayLike | None = None,
+              t: ArrayLike | None = None) -> Plateau:
         """The prefix of ``losses`` (already in :attr:`units`) under this rule."""
         return plateau(losses, band=self.band, n=n, t=t, **{self._kw: self.threshold})
 
@@ -219,9 +224,12 @@ class PlateauWatch:
     def __init__(self, rule: PlateauRule):
         self.rule = rule
         self.count = 0               # losses fed so far
-        self.first = self.hi = self.lo = None
+        #: the first, largest and smallest loss fed (set by the first :meth:`feed`)
+        self.first: float = math.nan
+        self.hi: float = math.nan
+        self.lo: float = math.nan
         #: index of the first failing loss (None while inside the prefix)
-        self.release = None
+        self.release: int | None = None
 
     @property
     def done(self) -> bool:
@@ -257,14 +265,14 @@ class PlateauWatch:
         self.count += 1
         return bad
 
-    def feed_all(self, values) -> "PlateauWatch":
+    def feed_all(self, values: Iterable[float]) -> "PlateauWatch":
         for v in values:
             if self.feed(v):
                 break
         return self
 
 
-def shared_prefix(plateaus) -> int:
+def shared_prefix(plateaus: Iterable[Plateau]) -> int:
     """The prefix shared by a cohort: the minimum of the seeds' plateau endpoints (in updates)."""
     ends = [p.end_n for p in plateaus]
     if not ends:
@@ -272,7 +280,7 @@ def shared_prefix(plateaus) -> int:
     return int(min(ends))
 
 
-def shared_plateau(plateaus, *, clock: str = "n"):
+def shared_plateau(plateaus: Iterable[Plateau], *, clock: str = "n") -> int | float:
     """The prefix shared by a cohort on either clock: min of the seeds' plateau endpoints in
     updates (``clock="n"``, an int, same as :func:`shared_prefix`) or in flow time
     (``clock="t"``, a float; every plateau must carry ``end_t``).
@@ -293,7 +301,7 @@ def shared_plateau(plateaus, *, clock: str = "n"):
         return int(min(p.end_n for p in ps))
     if any(p.end_t is None for p in ps):
         raise ValueError("`clock='t'` needs plateaus computed with the flow-time clock `t`")
-    return float(min(p.end_t for p in ps))
+    return float(min(p.end_t for p in ps if p.end_t is not None))   # none is None (above)
 
 
 STANDARD_RULES = (("delta", 1e-3), ("delta", 1e-4), ("ratio", 0.05), ("ratio", 0.01))
@@ -301,10 +309,12 @@ STANDARD_RULES = (("delta", 1e-3), ("delta", 1e-4), ("ratio", 0.05), ("ratio", 0
 prefix and its 1% comparison boundary (Figure 2)."""
 
 
-def standard_plateaus(losses, *, n=None, t=None) -> dict:
+def standard_plateaus(losses: ArrayLike, *, n: ArrayLike | None = None,
+                      t: ArrayLike | None = None) -> dict:
     """All the paper's prefixes of one normalized loss sequence, keyed
     ``"delta=0.001"``, ``"delta=0.0001"``, ``"ratio=0.05"``, ``"ratio=0.01"``."""
     out = {}
     for rule, thr in STANDARD_RULES:
-        out[f"{rule}={thr:g}"] = plateau(losses, n=n, t=t, **{rule: thr})
+        rule_kw: dict[str, Any] = {rule: thr}
+        out[f"{rule}={thr:g}"] = plateau(losses, n=n, t=t, **rule_kw)
     return out

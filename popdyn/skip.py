@@ -80,6 +80,9 @@ class _SkipMoments:
     """Ridge moments ``R`` plus the skip terms: ``mu1`` = E[σ′_j], ``e2`` = E[σ″_j],
     ``e2z`` = E[σ″_j z_j], ``theta`` (m, d) and ``tau`` = E[y x] (None without a teacher)."""
 
+    #: the error estimate of the skip terms (set by :meth:`SkipFamily.moments`)
+    err_skip: tuple[np.ndarray, ...]
+
     def __init__(self, R, mu1, e2, e2z, theta, tau):
         self.R, self.mu1, self.e2, self.e2z, self.theta, self.tau = R, mu1, e2, e2z, theta, tau
 

@@ -66,8 +66,10 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate as V
 from . import family as _family
@@ -161,7 +163,7 @@ class SwiGLUParams(ParamArrays):
         object.__setattr__(self, "c", float(self.c))
 
     @classmethod
-    def from_flat(cls, v, m: int, d: int) -> "SwiGLUParams":
+    def from_flat(cls, v: ArrayLike, m: int, d: int) -> "SwiGLUParams":
         v = np.asarray(v, dtype=np.float64)
         k = m * d
         return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:m + 2 * k].reshape(m, d), float(v[-1]))
@@ -215,10 +217,10 @@ class SwiGLUStudent:
     intercept: bool = True
     clock: str = "standard"
     biases: bool = False
-    family: object = field(init=False, repr=False, compare=False)
+    family: SwiGLUFamily = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         V.positive_int("d", self.d)
         V.positive_int("m", self.m)
         if not isinstance(self.intercept, bool):
@@ -233,10 +235,11 @@ class SwiGLUStudent:
     scaling = "standard"
     s = 1.0
 
-    def replace(self, **kw) -> "SwiGLUStudent":
+    def replace(self, **kw: Any) -> "SwiGLUStudent":
         return replace(self, **kw)
 
-    def check(self, params, name: str = "params") -> SwiGLUParams:
+    def check(self, params: SwiGLUParams | SwiGLUBiasParams,
+              name: str = "params") -> SwiGLUParams | SwiGLUBiasParams:
         """Validate ``params`` against this student (type, shapes, finiteness, fixed c)."""
         if self.biases:
             return _check_biased(self, params, name)
@@ -255,8 +258,8 @@ class SwiGLUStudent:
             raise ValueError(f"`{name}.c` must be 0 for a student with intercept=False")
         return params
 
-    def init(self, seed: int, scale: float, teacher=None, *,
-             convention: str = "norm") -> SwiGLUParams:
+    def init(self, seed: int, scale: float, teacher: Teacher | None = None, *,
+             convention: str = "norm") -> SwiGLUParams | SwiGLUBiasParams:
         """Deterministic small Gaussian initialization.
 
         a_j ~ N(0, scale²), G_jk ~ N(0, scale²/d), V_jk ~ N(0, scale²/d) (so |g_j| ≈ |v_j| ≈
@@ -282,13 +285,14 @@ class SwiGLUStudent:
             p = fit_intercept(self, p, teacher)
         return p
 
-    def __call__(self, params: SwiGLUParams, X: np.ndarray) -> np.ndarray:
+    def __call__(self, params: SwiGLUParams | SwiGLUBiasParams, X: np.ndarray) -> np.ndarray:
         """Evaluate f at the rows of ``X`` (n, d) (Monte Carlo, finite samples)."""
         from scipy.special import expit
         Z = X @ params.G.T
         if self.biases:
-            Z = Z + params.bg
-            return ((Z * expit(Z)) * (X @ params.V.T + params.bv)) @ params.a + params.c
+            bp = cast(SwiGLUBiasParams, params)
+            Z = Z + bp.bg
+            return ((Z * expit(Z)) * (X @ params.V.T + bp.bv)) @ params.a + params.c
         return ((Z * expit(Z)) * (X @ params.V.T)) @ params.a + params.c
 
 
@@ -690,8 +694,8 @@ class SwiGLUFamily:
 
     name = "swiglu"
     label = "SwiGLU"
-    fields = ("a", "G", "V", "c")
-    params_type = SwiGLUParams
+    fields: tuple[str, ...] = ("a", "G", "V", "c")
+    params_type: type[SwiGLUParams | SwiGLUBiasParams] = SwiGLUParams
     #: ``projected`` snaps ridge weights: not defined for SwiGLU students
     refit_kinds = ("unrestricted", "same_budget", "bounded")
     geometry_kind = "gate"
@@ -941,7 +945,9 @@ def moments_biased(student, params, teacher=None, rtol: float = 1e-10) -> SwiGLU
     GV = G @ Vv.T
     VV = Vv @ Vv.T
     dl = np.ascontiguousarray(np.diag(GV))
-    Mo = SwiGLUBiasMoments(Mall, mu, GV, VV, dl, params.bv.copy(), None, None, N, conv, seq_used)
+    # Phi and phibar are set below from Mo's own pair moments (empty until then)
+    Mo = SwiGLUBiasMoments(Mall, mu, GV, VV, dl, params.bv.copy(), np.empty((0, 0)), np.empty(0),
+                           N, conv, seq_used)
     Phi = Mo.E2(0, 0)
     Mo.Phi = 0.5 * (Phi + Phi.T)
     Mo.phibar = params.bv * mu[0] + dl * mu[1]

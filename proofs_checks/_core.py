@@ -16,7 +16,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 VERDICTS = ("pass", "fail", "undecided")
 PROVENANCES = ("rigorous", "numerical")
@@ -88,7 +88,7 @@ class Verdict:
             raise ValueError(f"`bracket` must satisfy lo <= hi, got {self.bracket!r}")
         object.__setattr__(self, "bracket", (float(lo), float(hi)))
 
-    def replace(self, **kw) -> "Verdict":
+    def replace(self, **kw: Any) -> "Verdict":
         return replace(self, **kw)
 
     @property
@@ -99,6 +99,7 @@ class Verdict:
             return f"pass iff bracket ⊂ [{self.constant:.6g}, inf)"
         if self.kind == "contains":
             return f"pass iff {self.constant:.8g} ∈ bracket"
+        assert self.tol is not None          # kind "within" has a tol (make_verdict)
         return f"pass iff bracket ⊂ [{self.constant - self.tol:.6g}, {self.constant + self.tol:.6g}]"
 
     def report(self, indent: int = 0, *, notes: bool = True) -> str:
@@ -171,7 +172,8 @@ def _fmt_settings(s: dict) -> str:
     return ", ".join(out)
 
 
-def decide(kind: str, lo: float, hi: float, constant: float, tol: float | None = None):
+def decide(kind: str, lo: float, hi: float, constant: float,
+           tol: float | None = None) -> tuple[str, float]:
     """(verdict, margin) of the bracket [lo, hi] against ``constant`` under rule ``kind``.
 
     * ``at_most``: pass if hi ≤ c (margin c − hi), fail if lo > c (margin c − lo < 0), else
@@ -212,8 +214,9 @@ def decide(kind: str, lo: float, hi: float, constant: float, tol: float | None =
     return "undecided", min(lo - a, b - hi)
 
 
-def make_verdict(name: str, statement: str, *, kind: str, constant: float, bracket, provenance: str,
-                 tol: float | None = None, **kw) -> Verdict:
+def make_verdict(name: str, statement: str, *, kind: str, constant: float,
+                 bracket: Sequence[float], provenance: str, tol: float | None = None,
+                 **kw: Any) -> Verdict:
     """A :class:`Verdict` whose verdict and margin follow from :func:`decide`."""
     lo, hi = float(bracket[0]), float(bracket[1])
     v, margin = decide(kind, lo, hi, constant, tol)
@@ -221,7 +224,7 @@ def make_verdict(name: str, statement: str, *, kind: str, constant: float, brack
                    kind=kind, tol=tol, **kw)
 
 
-def combine(parts) -> str:
+def combine(parts: Iterable[Verdict]) -> str:
     """Overall verdict of the ``claim`` parts: fail if any fails, else undecided if any is
     undecided, else pass (controls are ignored; no claim parts → undecided)."""
     claims = [p.verdict for p in parts if p.role == "claim"]
@@ -234,7 +237,8 @@ def combine(parts) -> str:
     return "pass"
 
 
-def summary_verdict(name: str, statement: str, parts, *, settings=None, notes=(),
+def summary_verdict(name: str, statement: str, parts: Iterable[Verdict], *,
+                    settings: dict | None = None, notes: Sequence[str] = (),
                     headline: Verdict | None = None) -> Verdict:
     """A composite verdict: the combined verdict of ``parts``; constant, bracket and margin are
     those of ``headline`` (default: the claim part with the smallest margin)."""
@@ -260,7 +264,7 @@ class Check:
     quick: dict
     full: dict
 
-    def settings(self, quick: bool = True, **overrides) -> dict:
+    def settings(self, quick: bool = True, **overrides: Any) -> dict:
         s = dict(self.quick if quick else self.full)
         for k in overrides:
             if k not in s:
@@ -274,14 +278,19 @@ class Check:
 CHECKS: dict = {}
 
 
-def register(name: str, *, description: str, quick: dict, full: dict):
+#: a check function, ``func(**settings) -> Verdict``
+_CheckFunc = TypeVar("_CheckFunc", bound=Callable[..., Verdict])
+
+
+def register(name: str, *, description: str, quick: dict,
+             full: dict) -> Callable[[_CheckFunc], _CheckFunc]:
     """Decorator registering ``func(**settings) -> Verdict`` as the check ``name``."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"`name` must be an identifier-like string, got {name!r}")
     if set(quick) != set(full):
         raise ValueError(f"check {name!r}: quick and full settings must have the same keys")
 
-    def deco(func):
+    def deco(func: _CheckFunc) -> _CheckFunc:
         if name in CHECKS:
             raise ValueError(f"a check named {name!r} is already registered")
         CHECKS[name] = Check(name, func, description, dict(quick), dict(full))
@@ -347,7 +356,7 @@ def get_check(name: str) -> Check:
     return CHECKS[name]
 
 
-def run_check(name: str, quick: bool = True, **overrides) -> Verdict:
+def run_check(name: str, quick: bool = True, **overrides: Any) -> Verdict:
     """Run the check ``name`` with its quick (default) or full settings, optionally overriding
     individual settings; the returned verdict records the settings and the wall time."""
     chk = get_check(name)

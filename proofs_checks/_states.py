@@ -19,7 +19,8 @@ CONFIGS = (
 )
 
 
-def random_state(seed: int, config, *, m: int = 4, d: int = 5, zero_head: bool = False):
+def random_state(seed: int, config: tuple[str, bool, bool, str, str], *, m: int = 4, d: int = 5,
+                 zero_head: bool = False) -> tuple[popdyn.Student, popdyn.Params, popdyn.Teacher]:
     """(student, params, teacher) for one configuration; ``zero_head`` sets a_0 = 0 exactly."""
 
     act, bias, intercept, scaling, tk = config

@@ -27,6 +27,10 @@ import json
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._core import Verdict
 
 
 def _parser():
@@ -107,8 +111,10 @@ def main(argv=None, *, out=None, err=None) -> int:
         overrides = {n: {"method": args.method} for n in names if n not in without}
     preset = "quick" if args.quick else "full"
     print(f"popdyn check: {len(names)} check(s), {preset} settings", file=out)
-    results, errors = [], []
+    results: list[tuple[str, Verdict | None]] = []
+    errors: list[str] = []
     t_all = time.perf_counter()
+    v: Verdict | None
     for n in names:
         print("", file=out)
         try:
@@ -139,7 +145,7 @@ def main(argv=None, *, out=None, err=None) -> int:
             json.dump(doc, fh, default=_json_default, indent=1)
     if errors:
         return 1
-    if args.strict and any(v.verdict != "pass" for _, v in results):
+    if args.strict and any(v is not None and v.verdict != "pass" for _, v in results):
         return 3
     return 0
 

@@ -72,6 +72,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,7 +100,8 @@ def family_config(*, link="damped_cubic:0.5", rank=1, d=8, m=16, scale=0.01, see
     cohort.  ``base`` (a configuration) supplies student, init, train and schedule instead."""
     kinds = _kinds(budget)
     if base is not None:
-        cfg = {k: dict(base[k]) for k in ("student", "init", "train", "schedule") if k in base}
+        cfg: dict[str, Any] = {k: dict(base[k]) for k in ("student", "init", "train", "schedule")
+                               if k in base}
         cfg["init"].pop("seeds", None)
         cfg["init"]["seeds"] = list(base["init"].get("seeds", [0]))
     else:

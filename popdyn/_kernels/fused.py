@@ -290,7 +290,7 @@ def pl_loss_grad(p, q, s, a, W, b, c, bias, intercept,
 
 #: workspaces of :func:`pl_loss_grad_values` and :func:`pl_loss_grad_cached` by
 #: (m, d, tile, kind): a few, dropped all at once
-_WORKSPACES = {}
+_WORKSPACES: dict[tuple, tuple] = {}
 _WORKSPACES_MAX = 4
 
 

@@ -10,12 +10,15 @@ bivariate normal CDF for relu / leaky_relu, Hermite series for smooth activation
 from __future__ import annotations
 
 import copy
+from typing import Any, Literal, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .. import _tails
 from .. import _validate as V
 from .. import accuracy as _acc
+from .._typing import AnyParams, AnyStudent
 from ..family import family_of
 
 
@@ -31,13 +34,25 @@ def agop_from_moments(student, params, B) -> np.ndarray:
     return 0.5 * (M + M.T)
 
 
-def agop(student, params, *, rtol: float = 1e-10, full_output: bool = False) -> np.ndarray:
+@overload
+def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10,
+         full_output: Literal[False] = False) -> NDArray[np.float64]: ...
+@overload
+def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10,
+         full_output: Literal[True]) -> tuple[NDArray[np.float64], dict[str, Any]]: ...
+@overload
+def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10, full_output: bool = False
+         ) -> NDArray[np.float64] | tuple[NDArray[np.float64], dict[str, Any]]: ...
+def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10, full_output: bool = False
+         ) -> NDArray[np.float64] | tuple[NDArray[np.float64], dict[str, Any]]:
     """The AGOP M = E[∇_x f(x) ∇_x f(x)ᵀ] of ``student`` at ``params``, exactly in population.
 
     Parameters
     ----------
-    student : Student
-    params : Params
+    student : Student or SwiGLUStudent
+        A student of any family (:mod:`popdyn.family`).
+    params : Params or SwiGLUParams
+        Its parameters.
     rtol : float
         Requested accuracy in the spectral norm, a contract (:mod:`popdyn.accuracy`): M is
         returned when its estimated error satisfies ‖ΔM‖₂ <= rtol·‖M‖₂ + atol (``atol``: the

@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Iterable, Sequence, TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as V
 from ..teachers import Teacher
+
+#: a possibly unresolved score: a value, an interval (lo, hi), or None (unresolved: [0, 1])
+_Score: TypeAlias = "float | Sequence[float] | np.ndarray | None"
 
 _EPS = np.finfo(np.float64).eps
 
@@ -100,7 +105,8 @@ class Alignment:
                 "gap": self.gap, "resolved": self.resolved}
 
 
-def check_subspace(U, d: int | None = None, *, name: str = "U", atol: float = 1e-10) -> np.ndarray:
+def check_subspace(U: ArrayLike | Teacher, d: int | None = None, *, name: str = "U",
+                   atol: float = 1e-10) -> np.ndarray:
     """Validate a teacher subspace: a (r, d) array with orthonormal rows, 1 ≤ r ≤ d.
 
     A :class:`popdyn.Teacher` is accepted and replaced by its ``subspace``.
@@ -120,7 +126,7 @@ def check_subspace(U, d: int | None = None, *, name: str = "U", atol: float = 1e
     return U
 
 
-def check_agop(M, *, name: str = "M") -> np.ndarray:
+def check_agop(M: ArrayLike, *, name: str = "M") -> np.ndarray:
     """Validate a finite, square, symmetric matrix (symmetry within 1e−10 relative)."""
     M = V.array(name, M, (None, None))
     if M.shape[0] != M.shape[1] or M.shape[0] == 0:
@@ -133,7 +139,7 @@ def check_agop(M, *, name: str = "M") -> np.ndarray:
     return M
 
 
-def alignment(M, U) -> Alignment:
+def alignment(M: ArrayLike, U: ArrayLike | Teacher) -> Alignment:
     """Alignment of the top-r eigenspace of the AGOP ``M`` with the teacher subspace ``U``.
 
     Parameters
@@ -195,7 +201,7 @@ def _alignment(M: np.ndarray, U: np.ndarray) -> Alignment:
 RESOLUTION_TOL = 1e-9
 
 
-def paper_resolved(eigenvalues, r: int, tol: float = RESOLUTION_TOL) -> bool:
+def paper_resolved(eigenvalues: ArrayLike, r: int, tol: float = RESOLUTION_TOL) -> bool:
     """Whether a rank-``r`` AGOP score is resolved under the rule of Kumar (arXiv 2609.39408),
     App. A: λ_r/λ_1 > tol and (λ_r − λ_{r+1})/λ_1 > tol.
 
@@ -228,7 +234,7 @@ def paper_resolved(eigenvalues, r: int, tol: float = RESOLUTION_TOL) -> bool:
     return bool(lr / l1 > tol and (lr - lnext) / l1 > tol)
 
 
-def score_interval(value, resolved: bool) -> tuple[float, float]:
+def score_interval(value: float, resolved: bool) -> tuple[float, float]:
     """The interval a score enters averages with: (value, value) if ``resolved``, else the
     possible range (0.0, 1.0) (paper App. A: never 0, never dropped)."""
     if not isinstance(resolved, (bool, np.bool_)):
@@ -254,7 +260,7 @@ def _as_interval(x, name):
     return (v, v)
 
 
-def interval_mean(scores) -> tuple[float, float]:
+def interval_mean(scores: Iterable[_Score]) -> tuple[float, float]:
     """Average possibly-unresolved scores: (mean of the lower ends, mean of the upper ends).
 
     Each item is a number (a resolved score), an interval (lo, hi) (e.g.
@@ -269,7 +275,7 @@ def interval_mean(scores) -> tuple[float, float]:
     return (math.fsum(lo for lo, _ in iv) / len(iv), math.fsum(hi for _, hi in iv) / len(iv))
 
 
-def gain_interval(later, initial) -> tuple[float, float]:
+def gain_interval(later: _Score, initial: _Score) -> tuple[float, float]:
     """ΔA = A(E) − A(0) as an interval: (lo_E − hi_0, hi_E − lo_0) (paper Table 1: unresolved
     AGOPs contribute [0, 1] before the gain difference is taken).  Arguments as the items of
     :func:`interval_mean`."""
@@ -278,7 +284,7 @@ def gain_interval(later, initial) -> tuple[float, float]:
     return (lo_e - hi_0, hi_e - lo_0)
 
 
-def a_sub(W, U) -> float:
+def a_sub(W: ArrayLike, U: ArrayLike | Teacher) -> float:
     """The hidden-weight energy fraction A_sub = Σ_j‖P_U W_j‖² / Σ_j‖W_j‖² (Kumar, arXiv
     2609.39408, App. A), P_U the orthogonal projector on span U.
 

@@ -55,7 +55,7 @@ class Diagnostics:
     agop: np.ndarray
     alignment: Alignment
     refits: dict
-    geometry: NeuronGeometry | None
+    geometry: NeuronGeometry | GateGeometry | None
     variance: float
     extra: dict = field(default_factory=dict)
 
@@ -249,7 +249,7 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
     if not isinstance(equilibrate, (bool, np.bool_)):
         raise TypeError(f"`equilibrate` must be a bool, got {equilibrate!r}")
 
-    frames = {}                  # the checked teacher frame: per (teacher, d) when U is None
+    frames: dict = {}            # the checked teacher frame: per (teacher, d) when U is None
 
     def frame(student, teacher):
         key = (student.d, None if U is not None else id(teacher))
@@ -269,11 +269,12 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
         rec.update(D.as_record())
         return rec
 
-    record.kinds = kinds
-    record.budget = budget
+    # (ignore[attr-defined]: the recorder protocol reads these attributes off the function)
+    record.kinds = kinds  # type: ignore[attr-defined]
+    record.budget = budget  # type: ignore[attr-defined]
     #: :func:`popdyn.train` passes the value moments of the snapshot state when its stepper
     #: holds them (the fused GD step): the same bits as recomputing them (issue 18)
-    record.takes_moments = True
+    record.takes_moments = True  # type: ignore[attr-defined]
     return record
 
 

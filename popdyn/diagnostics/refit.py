@@ -69,13 +69,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from .. import _validate as V
 from .. import _tails
 from .. import accuracy as _acc
 from .. import family as _family
+from .._typing import AnyParams, AnyStudent
 from ..family import RefitProblem, family_of
+from ..teachers import Teacher
 from .geometry import snap_to_axes, teacher_frame
 
 KINDS = ("unrestricted", "same_budget", "bounded", "projected")
@@ -168,6 +171,7 @@ class Refit:
         if self.rank is not None:
             d[f"{prefix}_rank"] = self.rank
             d[f"{prefix}_cutoff"] = self.cutoff
+            assert self.discarded is not None    # set with rank (cutoff solves)
             d[f"{prefix}_discarded"] = self.discarded.tolist()
         if self.budget is not None:
             d[f"{prefix}_budget"] = self.budget
@@ -697,15 +701,18 @@ def check_kind(kind) -> str:
     return V.choice("kind", kind, KINDS)
 
 
-def refit_risk(student, params, teacher, kind: str = "unrestricted", budget=None, *,
-               U=None, rcond: float = 1e-12, equilibrate: bool = True,
+def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
+               kind: str = "unrestricted", budget: float | None = None, *,
+               U: ArrayLike | None = None, rcond: float = 1e-12, equilibrate: bool = True,
                rtol: float = 1e-10) -> Refit:
     """Refit the head and intercept on frozen features and return the risk E[(f′ − y)²].
 
     Parameters
     ----------
-    student : Student
-    params : Params
+    student : Student or SwiGLUStudent
+        A student of any family (:mod:`popdyn.family`).
+    params : Params or SwiGLUParams
+        Its parameters.
         The current state; W and b are frozen (snapped for ``projected``).
     teacher : Teacher
     kind : {"unrestricted", "same_budget", "bounded", "projected"}

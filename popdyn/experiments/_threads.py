@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
+from typing import Any
 
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
             "openblas_set_num_threads64_", "openblas_set_num_threads")
@@ -45,7 +46,7 @@ def _openblas_libs():
 
 
 _LOCK = threading.Lock()
-_STATE = {"depth": 0, "old": None}
+_STATE: dict[str, Any] = {"depth": 0, "old": None}
 
 
 @contextlib.contextmanager

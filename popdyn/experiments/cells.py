@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -41,7 +42,7 @@ __all__ = ["CELL_KEYS", "aggregate", "judge", "make_cell", "write_json"]
 #: the keys of one cell object, in this order (``popdyn reproduce --json``)
 CELL_KEYS = ("experiment", "row", "column", "paper", "popdyn", "verdict", "reason")
 
-_STATS = {"mean": np.mean, "median": np.median}
+_STATS: dict[str, Callable[..., Any]] = {"mean": np.mean, "median": np.median}
 
 
 def _interval(x):

@@ -335,7 +335,7 @@ _ROWS = {"table3": lambda rec: [_row_swiglu(rec)],
 def measure(name: str, store, keys) -> dict:
     """{row label: [per-run measurements]} of experiment ``name`` over the stored ``keys``."""
     st = store if isinstance(store, Store) else Store(store)
-    rows = {}
+    rows: dict[str, list] = {}
     rows_of = _ROWS.get(name, lambda rec: [_row_of(rec)])
     with blas_threads(1):       # the runs' own BLAS setting (same reduction order, no oversubscription)
         for k in dict.fromkeys(keys):
@@ -567,7 +567,7 @@ def _render_check(v, wall=None) -> str:
              f"bracket [{v.bracket[0]:.4f}, {v.bracket[1]:.4f}] against {v.constant:g}, "
              f"margin {v.margin:+.4f}."
              + ("" if wall is None else f" The check itself took {wall:.0f} s."), ""]
-    groups = {}
+    groups: dict[tuple[str, str, str], list] = {}
     for p in v.parts:
         claim, _, rest = p.name.partition(" ")
         teacher = rest.rsplit(" seed ", 1)[0]

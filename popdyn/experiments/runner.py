@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -299,7 +300,9 @@ def _shift_recorder(rec, n0, t0, skip_initial: bool = False):
             if n == 0:
                 return dict(_DUPLICATE)
         return rec(student, params, teacher, n=n + n0, t=t + t0, loss=loss, **kw)
-    shifted.takes_moments = getattr(rec, "takes_moments", False)   # the step's moments
+    # the step's moments (ignore[attr-defined]: the recorder protocol reads the attribute off
+    # the function)
+    shifted.takes_moments = getattr(rec, "takes_moments", False)  # type: ignore[attr-defined]
     return shifted
 
 
@@ -546,7 +549,7 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
     numerical by certify).  A failure or refusal to certify is recorded (as ``<name>_error``
     with certify's message), never replaced by a point value."""
     p = params_from(student, arrays, i)
-    out = {"n": int(arrays["snap_n"][i])}
+    out: dict[str, Any] = {"n": int(arrays["snap_n"][i])}
     dg = spec["diagnostics"]
     prec = int(dg.get("prec", 128))
     try:
@@ -572,7 +575,7 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
     return out
 
 
-def load_run(store: Store, key: str) -> dict:
+def load_run(store: Store, key: str) -> tuple[dict, dict]:
     """A stored run as (record, arrays)."""
     return store.record(key), store.arrays(key)
 

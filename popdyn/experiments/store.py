@@ -223,7 +223,8 @@ class _NotNative(Exception):
 
 
 try:
-    from json.encoder import c_encode_basestring as _encode_str
+    # (ignore[attr-defined]: CPython's C accelerator, not in typeshed's json.encoder)
+    from json.encoder import c_encode_basestring as _encode_str  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover  (CPython always has the C accelerator)
     from json.encoder import py_encode_basestring as _encode_str
 
@@ -298,7 +299,7 @@ def dumps_indented(obj) -> str:
     :func:`_clean` returns (the standard library's indenting encoder is pure Python and
     generator-based); anything it does not cover goes through ``json.dumps`` itself."""
     obj = _clean(obj)
-    out = []
+    out: list[str] = []
     try:
         _indent1(obj, 0, out)
     except (_NotNative, RecursionError):
@@ -544,7 +545,7 @@ class Store:
 
     def key_positions(self) -> dict:
         """key → (sweep position, index in that sweep) of its first sweep."""
-        pos = {}
+        pos: dict[str, tuple[int, int]] = {}
         for i, h in enumerate(self.sweep_ids()):
             try:
                 keys = read_json(self.root / "sweeps" / f"{h}.json")["keys"]

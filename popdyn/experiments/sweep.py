@@ -362,12 +362,12 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
         if client is not None:
             client.close()
     if errors:
-        k, s, exc = errors[0]
+        k, s, first = errors[0]
         raise SweepError(f"{len(errors)} of {len(todo)} run(s) raised (the others are stored; "
                          f"nothing was written for the failed ones): first: teacher "
                          f"{s['teacher']['label']!r}, setting {s['setting']!r}, seed "
-                         f"{s['init']['seed']}: {type(exc).__name__}: {exc}") from exc
-    statuses = {}
+                         f"{s['init']['seed']}: {type(first).__name__}: {first}") from first
+    statuses: dict = {}
     for k in keys:
         if st.has(k):
             s = st.record(k)["status"]

@@ -39,7 +39,7 @@ def _runs(store: Store) -> list:
 
 def groups(store: Store) -> list:
     """[(setting, label, [records sorted by seed])] in declared order."""
-    by = {}
+    by: dict[tuple[str, str], list[dict]] = {}
     for rec in _runs(store):
         by.setdefault((rec["setting"], rec["label"]), []).append(rec)
     pos = store.key_positions()

@@ -171,7 +171,7 @@ def ownership(k: int = 3, *, c0: float = 1.0, D: float = 16.0, d: int = 10, othe
     every = V.positive_int("every", every)
     nmax = int(np.ceil(max_time / lr * (1 + 1e-12)))
     others_idx = list(range(1, k))
-    data = {}
+    data: dict = {}
 
     def recorder(st, p, te, n, t, loss):
         dec = decompose(st, p, te)

@@ -28,6 +28,8 @@ docs/design.md §7 (the probe of the exact bias-free single-neuron flow).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.integrate import solve_ivp
 
@@ -141,7 +143,7 @@ def reduced_specialization_times(c0: float, ratio: float, cos0: float, threshold
     _, _, Delta = ratio_start(c0, ratio)
     phi0 = float(np.arccos(cos0))
     todo = thr[thr > cos0]
-    est = []
+    est: Any = []
     nfev = 0
     if todo.size:
         for r in rt:
@@ -230,8 +232,9 @@ def engine_specialization_time(d: int, c0: float, ratio: float, threshold: float
     def ev(t, y):
         w = y[1:]
         return w[0] / np.linalg.norm(w) - threshold
-    ev.terminal = True
-    ev.direction = 1
+    # (ignore[attr-defined]: solve_ivp reads these attributes off the event function)
+    ev.terminal = True  # type: ignore[attr-defined]
+    ev.direction = 1  # type: ignore[attr-defined]
     y0 = np.concatenate([p0.a, p0.W.ravel()])
     scale = np.abs(y0) + np.sqrt(c0) * 1e-3
     sol = solve_ivp(rhs, (0.0, t_max), y0, method="LSODA", rtol=rtol, atol=rtol * 1e-3 * scale,

@@ -125,7 +125,8 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
             from ._slow import slow_tube_times  # lazy: stiff starts only; off `import popdyn`
 
             cs = phi0.cos()
-            out, todo = [], []
+            out: list[NumericalBracket | None] = []
+            todo: list[float] = []
             for t in thr:
                 if cs >= t:
                     out.append(NumericalBracket(0.0, 0.0, 0.0, "initial cosine above threshold "

@@ -302,7 +302,8 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
             phi_b = min(float(A.upper(p0)) + 0.02, math.pi - 1e-3)
             coef, defect, hmax = slow_manifold(Df, phi_a, phi_b)
             field_ = reduced_field(D)
-            tube, last_err = None, None
+            tube: SlowTube | None = None
+            last_err: Exception | None = None
             for fac in eps_factors:
                 eps = max(fac * 2 * defect / abs(Df), fac * 1e-16 * hmax)
                 if not eps <= 1e-6 * hmax:
@@ -324,6 +325,7 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
                 tube = cand
                 break
             if tube is None:
+                assert last_err is not None          # eps_factors is not empty
                 raise last_err
             # entry through the transient
             specs = [arb(t) for t in thr]

@@ -192,7 +192,7 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
     rtols = tuple(float(r) for r in rtols)
     V.choice("method", method, METHODS)
     max_steps = V.positive_int("max_steps", max_steps)
-    per = [[] for _ in thr]
+    per: list[list] = [[] for _ in thr]
     nfev = 0
     for gi in g:
         D = _ratio_of(parametrization, gi)
@@ -269,7 +269,7 @@ class RegimeResult:
     exponent: NumericalBracket
     all_slopes: NumericalBracket
     tail: int
-    fav_times_D: NumericalBracket = field(default=None)
+    fav_times_D: NumericalBracket | None = field(default=None)
 
 
 def regime_table(settings: dict, *, ds=(10, 100), thresholds=(0.5, 0.9), tail: int = 2,

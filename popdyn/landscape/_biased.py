@@ -522,6 +522,8 @@ def new_unit_correlation(student, params, teacher, Wn, bn) -> np.ndarray:
     Tn, an = Wn / nn[:, None], -bn / nn
     Wtn = np.concatenate([Wn, bn[:, None]], axis=1)
     M, n, d = t.N.size, Wn.shape[0], t.d
+    rr: np.ndarray
+    jj: np.ndarray
     rr, jj = np.meshgrid(np.arange(M), np.arange(n), indexing="ij")
     rr, jj = rr.ravel(), jj.ravel()
     pr = _Pairs(t.N[rr], t.TT[rr], t.AA[rr], nn[jj], Tn[jj], an[jj])

@@ -48,11 +48,12 @@ docs/design.md §7 (the gauge orbit (a, w) → (λa, w/λ) of positively homogen
 from __future__ import annotations
 
 import warnings
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..models import Params
+from ..models import Params, Student
 from ._biased import new_unit_correlation
 from ._hessian import _require, layout, loss_grad_hessian, pl_kernel, _SQ2PI
 
@@ -67,7 +68,7 @@ class Reduced:
     biases, B (m,) (β_i = |a_i| b_i; None for bias-free students); ``student`` is the student
     of width m the state belongs to."""
 
-    student: object
+    student: Student
     signs: np.ndarray
     U: np.ndarray
     v: np.ndarray
@@ -89,7 +90,7 @@ class Reduced:
         return self.U.shape[0]
 
     def vector(self) -> np.ndarray:
-        parts = [self.U.ravel()]
+        parts: list[Any] = [self.U.ravel()]
         if self.student.bias:
             parts.append(self.biases())
         if self.student.skip:
@@ -267,8 +268,9 @@ def classify(r: Reduced, teacher, *, best_known: float | None = None, gtol: floa
         G = np.concatenate([boundary_derivative(r, teacher, dirs, float(e))
                             for e in sorted(set(boundary_signs))])
         Gmin = float(G.min())
-    common = dict(loss=float(L), loss_normalized=float(Ln), grad_norm=gn, eigenvalues=lam,
-                  eig_tol=tol, gtol=gtol, pruned=pruned, boundary_min_G=Gmin)
+    common: dict[str, Any] = dict(loss=float(L), loss_normalized=float(Ln), grad_norm=gn,
+                                  eigenvalues=lam, eig_tol=tol, gtol=gtol, pruned=pruned,
+                                  boundary_min_G=Gmin)
     if gn > gtol:
         return Classification("not_critical", reason=f"|∇L| = {gn:.3g} > gtol = {gtol:.3g}", **common)
     if Ln <= loss_tol or (best_known is not None and abs(L - best_known) <= loss_tol * vy):
@@ -317,7 +319,7 @@ def _distinct(Th, ang):
 
 def _canonical(r: Reduced, ang=1e-6):
     """Same-sign, same-direction units merged (their mass split is a flat direction)."""
-    units = []
+    units: list[tuple[float, np.ndarray]] = []
     for e, u in zip(r.signs, r.units()):
         t = u / np.linalg.norm(u)
         for k, (e2, u2) in enumerate(units):
@@ -430,13 +432,15 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}")
     _require(student, teacher)
-    points, failures = [], []
+    points: list[CriticalPoint] = []
+    failures: list[tuple[int, str]] = []
     # masses are compared with the larger of the largest unit and the teacher's scale √V_Y
     # (so that a state whose units all die is recognized as such)
     ref = np.sqrt(float(teacher.variance))
     for k, s0 in enumerate(starts):
         r = reduce(student, s0) if isinstance(s0, Params) else s0
-        pruned, psigns = 0, set()
+        pruned = 0
+        psigns: set[float] = set()
         try:
             for _ in range(student.m + 1):
                 r = _run(r, teacher, method, gtol, maxiter)

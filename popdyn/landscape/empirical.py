@@ -82,6 +82,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -811,12 +812,12 @@ def certify_state(X, y, lam, a, W, *, patterns: Patterns | None = None, zero_tol
     P = len(xf)
     scale = max(1.0, float(np.max(np.abs(xf))))
     radii = [radius] if radius is not None else [1e-9 * scale, 1e-11 * scale]
-    res = None
+    res: Any = None
     for r in radii:
         res = _krawczyk(X, y, lam, xf, Dm, k, d, r, prec, arb, arb_mat, A, kinks)
         if res[0] == "ok":
             break
-    if res[0] != "ok":
+    if res is None or res[0] != "ok":
         return StateCertificate("undecided", False, (-math.inf, math.inf), res[1],
                                 center=(am, Wm), **base)
     _, Lb, eig, contraction, enc, kinks = res

@@ -23,13 +23,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as V
-from .._moments import cross_moments, teacher_cache
+from .._moments import UnitSet, cross_moments, teacher_cache
 from ..activations import Activation
+
+if TYPE_CHECKING:
+    from ..links import Link
 
 #: the teacher kinds by constructor name, filled by the kind modules (:func:`register_kind`)
 _KINDS: dict = {}
@@ -38,9 +42,11 @@ BUILTIN_KINDS = ("additive", "network", "gated", "multi_index")
 #: the entry-point group through which other packages provide teacher kinds
 ENTRY_POINT_GROUP = "popdyn.teachers"
 _loaded = False
+#: a teacher kind (class) being registered
+_K = TypeVar("_K", bound="type[Teacher]")
 
 
-def register_kind(name: str):
+def register_kind(name: str) -> Callable[[_K], _K]:
     """Class decorator registering a teacher kind (a subclass of :class:`Teacher`).
 
     The built-in kinds are built by ``Teacher.<name>(...)`` (their classmethod ``build``).  A
@@ -53,7 +59,7 @@ def register_kind(name: str):
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"`name` must be an identifier-like string, got {name!r}")
 
-    def deco(cls):
+    def deco(cls: _K) -> _K:
         if name in BUILTIN_KINDS and name in _KINDS and _KINDS[name] is not cls:
             raise ValueError(f"teacher kind {name!r} is built in; choose another name")
         _KINDS[name] = cls
@@ -61,7 +67,7 @@ def register_kind(name: str):
     return deco
 
 
-def kind_class(name: str):
+def kind_class(name: str) -> type[Teacher] | None:
     """The class of the teacher kind ``name``, loading the ``popdyn.teachers`` entry points of
     installed packages on the first unknown name; None when no such kind exists."""
     global _loaded
@@ -85,7 +91,7 @@ def kinds() -> list:
     return list(BUILTIN_KINDS) + sorted(k for k in _KINDS if k not in BUILTIN_KINDS)
 
 
-def input_rows(U, *, orthonormal: bool) -> np.ndarray:
+def input_rows(U: ArrayLike, *, orthonormal: bool) -> np.ndarray:
     """The rows ``U`` (k, d) of a teacher, checked: finite, k, d >= 1, orthonormal if asked."""
     U = V.array("U", U, (None, None))
     if U.shape[0] == 0 or U.shape[1] == 0:
@@ -116,7 +122,7 @@ class Teacher:
     U: np.ndarray                  # (k, d) raw directions (rows)
     weights: np.ndarray            # κ (additive) or v (network)
     bias: np.ndarray               # (k,) zeros for additive
-    link: object = None            # popdyn.links.Link for additive
+    link: Link | None = None       # popdyn.links.Link for additive
     activation: Activation | None = None  # for network
     index: object = None           # popdyn.teachers.multi_index.MultiIndexFunction for multi_index
 
@@ -125,7 +131,7 @@ class Teacher:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def additive(cls, link, U, kappa=None) -> "Teacher":
+    def additive(cls, link: str | Link, U: ArrayLike, kappa: ArrayLike | None = None) -> "Teacher":
         """y = Σ_k κ_k g(u_k·x) with orthonormal rows ``U`` (r, d) and link ``g``.
 
         ``link`` is a name (``h1``…``h6``, ``h3+0.3h2``, ``relu``, ``tanh``, ``abs``, ``sin``,
@@ -137,13 +143,14 @@ class Teacher:
         return _KINDS["additive"].build(link, U, kappa)
 
     @classmethod
-    def network(cls, activation, V_, U, bias=None, *, negative_slope: float = 0.01) -> "Teacher":
+    def network(cls, activation: str, V_: ArrayLike, U: ArrayLike, bias: ArrayLike | None = None,
+                *, negative_slope: float = 0.01) -> "Teacher":
         """y = Σ_k v_k σ*(u_k·x + b*_k): a teacher network with output weights ``V_`` (k,),
         rows ``U`` (k, d) (need not be orthogonal or unit) and biases ``bias`` (k,) (default 0)."""
         return _KINDS["network"].build(activation, V_, U, bias, negative_slope=negative_slope)
 
     @classmethod
-    def gated(cls, gate, U, kappa: float = 1.0) -> "Teacher":
+    def gated(cls, gate: str, U: ArrayLike, kappa: float = 1.0) -> "Teacher":
         """Gated teacher y = κ·F(s)·t with s = u_1·x, t = u_2·x (``U``: 2 orthonormal rows).
 
         Parameters
@@ -173,7 +180,8 @@ class Teacher:
         return _KINDS["gated"].build(gate, U, kappa)
 
     @classmethod
-    def multi_index(cls, hermite_tensor, U, kappa: float = 1.0, *, tail2: float = 0.0) -> "Teacher":
+    def multi_index(cls, hermite_tensor: dict[tuple[int, ...], float] | ArrayLike, U: ArrayLike,
+                    kappa: float = 1.0, *, tail2: float = 0.0) -> "Teacher":
         """Multi-index teacher y = κ·G(u_1·x, …, u_k·x) from its normalized Hermite tensor.
 
         Parameters
@@ -274,20 +282,23 @@ class Teacher:
         """(E[y], E[y²], Var y), exact (each kind; cached by the engine)."""
         raise NotImplementedError
 
-    def units(self):
+    def units(self) -> UnitSet | None:
         """The teacher's ridge units (:class:`popdyn._moments.UnitSet`), or None."""
         raise NotImplementedError
 
-    def cross(self, su, rtol: float):
+    def cross(self, su: UnitSet, rtol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                        np.ndarray, np.ndarray, int | None]:
         """(Ct, Bt, At, Dt, errCt, order): student units ``su`` against this teacher."""
-        return cross_moments(su, self.units(), rtol)
+        tu = self.units()
+        assert tu is not None                    # this default serves the ridge kinds
+        return cross_moments(su, tu, rtol)
 
     def hermite_terms(self, N: int) -> list:
         """[(w, B (k_t, d) orthonormal rows, HermiteTensor)] with y = Σ w·G_t(B x); series
         kept to order N + 3 where they do not terminate."""
         raise NotImplementedError
 
-    def hermite_degree(self):
+    def hermite_degree(self) -> int | None:
         """Degree beyond which the Hermite shells of y are below 1e−17·‖y‖ (None: never)."""
         return None
 

@@ -10,7 +10,7 @@ import numpy as np
 from .. import _validate as V
 from .._hermite import unit_coefficients
 from .._moments import UnitSet, teacher_self_moments
-from ..activations import get_activation
+from ..activations import Activation, get_activation
 from ._base import Teacher, input_rows, register_kind
 from .multi_index import HermiteTensor
 
@@ -18,6 +18,9 @@ from .multi_index import HermiteTensor
 @register_kind("network")
 class NetworkTeacher(Teacher):
     """y = Σ_k v_k σ*(u_k·x + b*_k) (:meth:`popdyn.Teacher.network`)."""
+
+    #: a network teacher always has its activation (``build``)
+    activation: Activation
 
     @classmethod
     def build(cls, activation, V_, U, bias=None, *, negative_slope=0.01):
