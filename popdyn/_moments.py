@@ -9,7 +9,7 @@ entrywise error estimate carried along in ``err*`` arrays (truncation tails + ro
 
 This is the engine layer over the pure kernels: unit sets and their pair geometry, the Hermite
 coefficient policy (orders and targets of teacher links) and the pair rules by unit kinds.
-One path per quantity (issue 18): a relu / leaky-relu student against a PL-network or
+One path per quantity: a relu / leaky-relu student against a PL-network or
 additive-link teacher is evaluated by :func:`popdyn._kernels.fused.pl_moments`, the kernel of
 the fused GD step itself, and every PL-unit × link Mehler sum by
 :func:`popdyn._kernels.mehler.pl_link_sums` on :func:`link_tables` (each unit truncated at its
@@ -68,7 +68,7 @@ _ERF_CODE = 4
 
 
 def erf_B_closed(u):
-    """B_ij = E[erf′(T_i) erf′(T_j)] of an erf unit set in closed form (issue 19).
+    """B_ij = E[erf′(T_i) erf′(T_j)] of an erf unit set in closed form.
 
     erf′(t) = (2/√π)e^{−t²} is Gaussian, so for (T_i, T_j) jointly normal with means β, variances
     α² and correlation ρ: B = (4/π) det^{−1/2} e^{−q}, det = 1 + 2α_i² + 2α_j² +

@@ -1,4 +1,4 @@
-"""The float engine's tolerance as a contract (issue 19): :class:`AccuracyWarning` and the
+"""The float engine's tolerance as a contract: :class:`AccuracyWarning` and the
 refinement driver behind ``rtol``.
 
 A float result that depends on truncated series (smooth activations, non-polynomial links,

@@ -1,4 +1,4 @@
-"""The student-family protocol and its registry (issue 18).
+"""The student-family protocol and its registry.
 
 A *student family* is everything the engine-generic layers (objective, dynamics, diagnostics,
 experiments, certify) need to know about one kind of student: its parameter container and field

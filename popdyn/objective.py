@@ -21,7 +21,7 @@ through the same code.
 
 References
 ----------
-Central seed paper (../shared/seeds/003_40ccf210d3358dbe.txt), population objective; DESIGN §3.
+Kumar (arXiv 2609.39408), population objective; docs/design.md §3.
 """
 from __future__ import annotations
 

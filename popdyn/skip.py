@@ -43,8 +43,8 @@ Arb: rigorous wherever the bracket of the student without the skip is.
 
 References
 ----------
-Skip connections and spurious minima (seed abstracts, ../shared/seeds/); DESIGN §3 (Stein's
-lemma, moment matrices); issue 18.
+"Removing spurious minima for planar features by skip connections" (arXiv 2610.01728);
+docs/design.md §3 (Stein's lemma, moment matrices).
 """
 from __future__ import annotations
 

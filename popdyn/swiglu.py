@@ -56,7 +56,7 @@ equilibrated eigencutoff 1e−12 and the 1e−8…1e−14 band) and :func:`align
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): SwiGLU students with an exactly
+Kumar (arXiv 2609.39408): SwiGLU students with an exactly
 fitted intercept, head-rate multipliers 0.01 / 0.001, leading-AGOP alignment during the
 plateau, unrestricted refit (Figures 3, 4, 15–19; Tables 3–5); DESIGN §3–§5.
 """
@@ -492,7 +492,7 @@ class SwiGLUMoments:
 
 
 def series_tolerances(rtol: float = 1e-10):
-    """(seq_tol, pair_tol) of the SiLU sequences for a requested ``rtol`` (issue 19: SwiGLU
+    """(seq_tol, pair_tol) of the SiLU sequences for a requested ``rtol`` (SwiGLU
     honours ``rtol``): min(1e−13, 1e−3·rtol) and min(1e−17, 1e−7·rtol), i.e. the fixed
     tolerances of the default rtol = 1e−10 (whose results are unchanged), tightened in
     proportion for smaller ``rtol`` (the sequence tolerance has the rounding floor 4√K·u of

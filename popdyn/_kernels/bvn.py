@@ -346,8 +346,7 @@ def _hh1_taylor_batch(w, out):
     (the bits of ``exp_batch``) and the series (:func:`_hh1_series`, shared with
     :func:`hh1_pos`) per element in registers: its loop over the terms has the constant trip
     count ``_TAYLOR_ORDER``, so LLVM unrolls it and vectorizes the loop over the elements
-    (1.7× the speed of rotating the terms through arrays, same bits; until 0.6.1 the gathers
-    and the exponentials were separate passes, same bits)."""
+    (1.7× the speed of rotating the terms through arrays, same bits)."""
     for i in range(w.shape[0]):
         wi = w[i]
         j = int(wi / _MILLS_STEP + 0.5)
@@ -477,7 +476,7 @@ def _rem_node(x, bs, hk, c, d):
 # (a-posteriori rule error, added to the estimate).  Genz's single panel is accurate in absolute
 # terms, but in the joint tail (h, k ≈ ∓7–9, |r| ≈ 0.925–0.95; |hk|·a2 ≳ 5) its relative error
 # reached 1e−12 of K, up to 5× the former estimate of Φ₂ (randomized check against 30-digit
-# mpmath; the rule difference stayed below 0.6 of the estimate for |hk|·a2 < 5) -- until 0.3.3
+# mpmath; the rule difference stayed below 0.6 of the estimate for |hk|·a2 < 5)
 _REM_CHECK = 3.0
 
 

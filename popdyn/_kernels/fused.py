@@ -27,7 +27,7 @@ general paths agree bit for bit (tests/popdyn/test_fused.py).
 
 References
 ----------
-Central seed paper (../shared/seeds/003_40ccf210d3358dbe.txt), population objective; DESIGN §3–§4.
+Kumar (arXiv 2609.39408), population objective; docs/design.md §3–§4.
 """
 import math
 

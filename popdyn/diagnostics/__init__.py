@@ -1,4 +1,4 @@
-"""Diagnostics of the seed paper (DESIGN §5; ../shared/seeds/003_40ccf210d3358dbe.txt).
+"""Diagnostics of Kumar (arXiv 2609.39408) (docs/design.md §5).
 
 * :func:`agop` — the average gradient outer product M = s²Wᵀ(aaᵀ∘B)W;
 * :func:`alignment` — A_top, A_min, A_mean and the eigengap of M against a teacher subspace;

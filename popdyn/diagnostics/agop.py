@@ -78,7 +78,7 @@ def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10, full_ou
 
     References
     ----------
-    Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), AGOP definition; DESIGN §3
+    Kumar (arXiv 2609.39408), AGOP definition; DESIGN §3
     ("The AGOP is M = Wᵀ(aaᵀ ∘ B)W — the same B") and §5.  Every student family goes through its
     ``agop`` (:mod:`popdyn.family`; SwiGLU: :func:`popdyn.swiglu.agop_from_moments`, skip
     students: :mod:`popdyn.skip`).

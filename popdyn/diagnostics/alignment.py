@@ -166,7 +166,7 @@ def alignment(M: ArrayLike, U: ArrayLike | Teacher) -> Alignment:
 
     References
     ----------
-    Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), AGOP alignment A_min, A_mean,
+    Kumar (arXiv 2609.39408), AGOP alignment A_min, A_mean,
     A_top; DESIGN §5.
     """
     M = check_agop(M)

@@ -5,7 +5,7 @@ The seed paper's theorem compares "the minimum refit MSE under unchanged coeffic
 at initialization and at a plateau checkpoint (seed 003, abstract, line 15), and its tables
 report the conservative gain ΔR = R̲₀ − R̄_E − 1e−5 (Table 2, line 87).  ``kind="same_budget"``
 of :func:`popdyn.diagnostics.refit_risk` reads the budget as ‖a‖ of *each checkpoint's own*
-head; at a small initialization that ball is tiny and the refit cannot move (issue 17).  This
+head; at a small initialization that ball is tiny and the refit cannot move.  This
 module gives the other readings, one ball B shared by all checkpoints:
 
 ``features``
@@ -28,9 +28,8 @@ a :class:`popdyn.diagnostics.Refit` from the exact trust-region solver, with the
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): abstract (line 15, "unchanged
-coefficient budgets"), Figure 1 (line 19, "a same-budget readout refit"), Table 2 (line 87,
-"ΔR = R̲₀ − R̄_E − 10⁻⁵ is the conservative numerical refit gain"); docs/protocol.md.
+Kumar (arXiv 2609.39408): abstract ("unchanged coefficient budgets"), Figure 1 ("a same-budget
+readout refit"), Table 2 ("ΔR = R̲₀ − R̄_E − 10⁻⁵ is the conservative numerical refit gain"); docs/protocol.md.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ are what is computed.
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), Figure 4 rows four and five,
+Kumar (arXiv 2609.39408), Figure 4 rows four and five,
 Figures 18–19 ("effective gate angles obtained from weighted and median squared-cosine scores",
 "fraction of gates within 25.8° of a teacher axis and the fraction of axes covered").
 """

@@ -273,7 +273,7 @@ def recorder(U=None, kinds=("unrestricted", "same_budget"), *, budget=None,
     record.kinds = kinds  # type: ignore[attr-defined]
     record.budget = budget  # type: ignore[attr-defined]
     #: :func:`popdyn.train` passes the value moments of the snapshot state when its stepper
-    #: holds them (the fused GD step): the same bits as recomputing them (issue 18)
+    #: holds them (the fused GD step): the same bits as recomputing them
     record.takes_moments = True  # type: ignore[attr-defined]
     return record
 

@@ -57,7 +57,7 @@ whenever the float data are exact, so the clip only removes rounding-level inver
 
 References
 ----------
-Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt): same-budget refit (Figure 1),
+Kumar (arXiv 2609.39408): same-budget refit (Figure 1),
 bounded-head refit (Figure 2), projected-feature refit (Figure 1 row four), equilibrated
 1e−12 eigencutoff solve (Tables 3–4); DESIGN §5 and §6 (Lagrangian dual lower bound).
 """
@@ -757,7 +757,7 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
 
     References
     ----------
-    Seed paper 003 (../shared/seeds/003_40ccf210d3358dbe.txt), refit MSE definitions
+    Kumar (arXiv 2609.39408), refit MSE definitions
     (Figures 1, 2; Tables 3–4); DESIGN §5, §6.
     """
     fam = family_of(student)
