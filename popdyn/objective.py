@@ -34,6 +34,7 @@ from . import _moments as _mom
 from . import accuracy as _acc
 from ._notice import compile_notice
 from .family import StudentFamily, family_of
+from .models import Params
 from ._typing import AnyParams, AnyStudent, P
 from .teachers import Teacher
 
