@@ -253,6 +253,26 @@ def summary_verdict(name: str, statement: str, parts: Iterable[Verdict], *,
                    tol=headline.tol, parts=parts, notes=tuple(notes))
 
 
+def load_settings(name: str) -> dict:
+    """The declared ``quick`` and ``full`` settings of check ``name`` from
+    ``data/configs/<name>.toml`` (embedded as ``popdyn._data``; read from the checkout's
+    ``data/`` when this module runs from a checkout against an installed popdyn without it);
+    TOML arrays become tuples."""
+    import tomllib
+    from pathlib import Path
+
+    from popdyn._paths import data_path
+
+    try:
+        text = data_path("configs", f"{name}.toml").read_text()
+    except FileNotFoundError:
+        text = (Path(__file__).resolve().parent.parent / "data" / "configs"
+                / f"{name}.toml").read_text()
+    cfg = tomllib.loads(text)
+    return {p: {k: tuple(v) if isinstance(v, list) else v for k, v in cfg[p].items()}
+            for p in ("quick", "full")}
+
+
 # ---------------------------------------------------------------------------- registry
 @dataclass(frozen=True)
 class Check:

@@ -112,7 +112,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -121,6 +120,7 @@ from popdyn import _validate as V
 from popdyn.finite import train_finite
 from popdyn.learnability import clopper_pearson
 
+from ._core import load_settings as _load_settings
 from ._core import make_verdict, register, summary_verdict
 
 
@@ -333,21 +333,8 @@ def _fmt(x, f=".3g"):
 # ---------------------------------------------------------------------------- the check
 def load_settings() -> dict:
     """The declared ``quick`` and ``full`` settings, ``data/configs/linear_target_phases.toml``
-    (embedded as ``popdyn._data``; TOML arrays become tuples)."""
-    import tomllib
-
-    from popdyn._paths import data_path
-
-    try:
-        text = data_path("configs", "linear_target_phases.toml").read_text()
-    except FileNotFoundError:       # an installed popdyn without it, this module from a checkout
-        text = (Path(__file__).resolve().parent.parent / "data" / "configs"
-                / "linear_target_phases.toml").read_text()
-    cfg = tomllib.loads(text)
-    out = {}
-    for preset in ("quick", "full"):
-        out[preset] = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg[preset].items()}
-    return out
+    (:func:`proofs_checks._core.load_settings`)."""
+    return _load_settings("linear_target_phases")
 
 
 _SETTINGS = load_settings()

@@ -114,7 +114,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -122,6 +121,7 @@ import popdyn
 from popdyn._skip_empirical import data_accuracy, empirical_loss_and_grad, gradient_descent
 from popdyn.learnability import clopper_pearson
 
+from ._core import load_settings as _load_settings
 from ._core import make_verdict, register, summary_verdict
 
 PAPER = ("Zimmermann, Grillo, Balakin et al., \"Removing spurious minima for planar features by "
@@ -348,19 +348,8 @@ def _in_box(P, C, U, r):
 # ---------------------------------------------------------------------------- settings
 def load_settings() -> dict:
     """The declared ``quick`` and ``full`` settings, ``data/configs/skip_empirical_transfer.toml``
-    (TOML arrays become tuples)."""
-    import tomllib
-
-    from popdyn._paths import data_path
-
-    try:
-        text = data_path("configs", "skip_empirical_transfer.toml").read_text()
-    except FileNotFoundError:       # an installed popdyn without it, this module from a checkout
-        text = (Path(__file__).resolve().parent.parent / "data" / "configs"
-                / "skip_empirical_transfer.toml").read_text()
-    cfg = tomllib.loads(text)
-    return {p: {k: tuple(v) if isinstance(v, list) else v for k, v in cfg[p].items()}
-            for p in ("quick", "full")}
+    (:func:`proofs_checks._core.load_settings`)."""
+    return _load_settings("skip_empirical_transfer")
 
 
 _SETTINGS = load_settings()

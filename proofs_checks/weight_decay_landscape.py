@@ -105,13 +105,13 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
 from popdyn.landscape import empirical as E
 from popdyn.learnability import clopper_pearson
 
+from ._core import load_settings as _load_settings
 from ._core import make_verdict, register, summary_verdict
 
 
@@ -192,19 +192,8 @@ def region_fraction(pb: _Problem, m, draws, *, scale, global_tol, seed0):
 
 def load_settings() -> dict:
     """The declared ``quick`` and ``full`` settings, ``data/configs/weight_decay_landscape.toml``
-    (TOML arrays become tuples)."""
-    import tomllib
-
-    from popdyn._paths import data_path
-
-    try:
-        text = data_path("configs", "weight_decay_landscape.toml").read_text()
-    except FileNotFoundError:       # an installed popdyn without it, this module from a checkout
-        text = (Path(__file__).resolve().parent.parent / "data" / "configs"
-                / "weight_decay_landscape.toml").read_text()
-    cfg = tomllib.loads(text)
-    return {p: {k: tuple(v) if isinstance(v, list) else v for k, v in cfg[p].items()}
-            for p in ("quick", "full")}
+    (:func:`proofs_checks._core.load_settings`)."""
+    return _load_settings("weight_decay_landscape")
 
 
 _SETTINGS = load_settings()

@@ -311,24 +311,30 @@ def solve_ball(prob: RefitProblem, budget: float, *, graded: bool = False) -> di
         def nrm(mu):
             return _norm(c / (lam + mu))
 
-        hi = _norm(c) / B
-        while nrm(hi) > B:                   # rounding guard; mathematically nrm(hi) ≤ B
-            hi *= 2.0
-        lo = hi
-        while nrm(lo) < B and lo > 1e-300:   # nrm(μ) → ‖z0‖ > B as μ → 0
-            lo *= 0.01
-        if nrm(lo) <= B:
-            mu = lo
-        else:
-            f = lambda t: 1.0 / nrm(np.exp(t)) - 1.0 / B   # increasing in t
-            t = brentq(f, np.log(lo), np.log(hi), xtol=1e-15, rtol=4 * _EPS, maxiter=500)
-            mu = float(np.exp(t))
+        mu = _ball_multiplier(nrm, _norm(c) / B, B)
         z = c / (lam + mu)
         status = "boundary"
         dual = V_ - float(np.sum(c * z)) - mu * B * B
     a = _into_ball(Q @ z, B)
     risk = prob.risk(a)
     return dict(head=a, risk=risk, lower=_clip_lower(dual, risk), multiplier=mu, status=status)
+
+
+def _ball_multiplier(nrm, hi: float, B: float) -> float:
+    """The multiplier μ > 0 with ‖a(μ)‖ = B on the ball path, ``nrm(μ)`` = ‖a(μ)‖ decreasing
+    in μ: ``hi`` (‖g‖/B, where mathematically ‖a‖ ≤ B) doubled while rounding leaves it
+    outside, a lower end found by steps of 1/100 (‖a(μ)‖ → ‖a(0)‖ > B as μ → 0), then Brent
+    on 1/‖a(e^t)‖ − 1/B, increasing in t; the lower end itself when ‖a‖ ≤ B there already."""
+    while nrm(hi) > B:                   # rounding guard; mathematically nrm(hi) ≤ B
+        hi *= 2.0
+    lo = hi
+    while nrm(lo) < B and lo > 1e-300:
+        lo *= 0.01
+    if nrm(lo) <= B:
+        return lo
+    f = lambda t: 1.0 / nrm(np.exp(t)) - 1.0 / B   # noqa: E731
+    t = brentq(f, np.log(lo), np.log(hi), xtol=1e-15, rtol=4 * _EPS, maxiter=500)
+    return float(np.exp(t))
 
 
 def _solve_ball_graded(prob: RefitProblem, B: float) -> dict:
@@ -368,18 +374,7 @@ def _solve_ball_graded(prob: RefitProblem, B: float) -> dict:
     def nrm(mu):
         return _norm(head(mu))
 
-    hi = max(_norm(g) / B, np.finfo(np.float64).tiny)
-    while nrm(hi) > B:                       # rounding guard; mathematically nrm(hi) ≤ B
-        hi *= 2.0
-    lo = hi
-    while nrm(lo) < B and lo > 1e-300:
-        lo *= 0.01
-    if nrm(lo) <= B:
-        mu = lo
-    else:
-        f = lambda t: 1.0 / nrm(np.exp(t)) - 1.0 / B   # increasing in t
-        t = brentq(f, np.log(lo), np.log(hi), xtol=1e-15, rtol=4 * _EPS, maxiter=500)
-        mu = float(np.exp(t))
+    mu = _ball_multiplier(nrm, max(_norm(g) / B, np.finfo(np.float64).tiny), B)
     z = head(mu)
     dual = V_ - float(g @ z) - mu * B * B
     a = _into_ball(z, B)
