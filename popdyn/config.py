@@ -38,9 +38,10 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
                 method = "paper_euler": the SwiGLU protocol of Kumar App. U.6
                 (:func:`popdyn.swiglu.train_paper`) for a biased SwiGLU student
                 (``biases = true``, ``intercept = true``); keys dt (a fixed Δt; absent: the
-                adaptive step), rel_change (0.01), dt_max (50), rel_norm ("global" | "block"),
-                loss_target (ℓ_stop), max_time (t_max), max_updates (N_max), explode; the other
-                keys do not apply.  Such runs need ``[diagnostics] certify = false``.
+                adaptive step), rel_change (0.01), dt_max (50), rel_norm ("neuron": the
+                paper's rule, the default | "global" | "block"), loss_target (ℓ_stop),
+                max_time (t_max), max_updates (N_max), explode; the other keys do not apply.
+                Such runs need ``[diagnostics] certify = false``.
     [schedule]  every, early                         (diagnostic schedule, in updates)
                 kind = "baseline" | "a2": the paper's schedules (popdyn.Schedule.named; no
                 every/early then), plateau = a rule of popdyn.plateau.NAMED_RULES whose
@@ -608,7 +609,7 @@ def paper_euler_kwargs(train: dict) -> dict:
     are those of ``train_paper`` (adaptive step, cap 0.01, Δt ≤ 50, no loss stop, t_max = ∞,
     N_max = 20000)."""
     kw = {"dt": train.get("dt"), "rel_change": train.get("rel_change", 0.01),
-          "dt_max": train.get("dt_max", 50.0), "rel_norm": train.get("rel_norm", "global"),
+          "dt_max": train.get("dt_max", 50.0), "rel_norm": train.get("rel_norm", "neuron"),
           "loss_stop": train.get("loss_target", 0.0),
           "t_max": train.get("max_time", float("inf")),
           "n_max": train.get("max_updates", 20000), "explode": train.get("explode", 1e6)}

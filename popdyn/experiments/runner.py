@@ -90,8 +90,16 @@ def spec_key(spec: dict) -> str:
 
 def _identity(spec: dict) -> dict:
     """The part of a run spec that defines its result (the declared order index is display
-    metadata and does not enter the key)."""
-    return {k: v for k, v in spec.items() if k != "order"}
+    metadata and does not enter the key).  A run with ``[init] convention = "paper"`` also
+    carries the paper convention's draw layout (:data:`popdyn.swiglu.PAPER_DRAW`), so a store
+    never hands back a run drawn in another layout."""
+    ident = {k: v for k, v in spec.items() if k != "order"}
+    init = ident.get("init")
+    if isinstance(init, dict) and init.get("convention") == "paper":
+        from ..swiglu import PAPER_DRAW
+
+        ident["init"] = {**init, "draw": PAPER_DRAW}
+    return ident
 
 
 def build(spec: dict):

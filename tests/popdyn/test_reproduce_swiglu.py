@@ -302,3 +302,22 @@ def test_cli_reproduce_table3_writes_cells(tmp_path, monkeypatch):
     assert byk[("table3", "A_min_0")]["popdyn"] == "--"
     assert byk[("table3", "A_min_0")]["verdict"] == "matches"
     assert byk[("table5", "status")]["popdyn"] == "censored"
+
+
+def test_paper_draw_layout_enters_the_run_key():
+    """A paper-convention run's key carries the draw layout (so a store written with another
+    layout is never reused); other runs' keys are the plain hash of their spec."""
+    from popdyn import __version__
+    from popdyn.experiments.runner import spec_key
+    from popdyn.experiments.store import run_key
+
+    spec = C.expand(tiny_cfg())[0]
+    assert spec["init"]["convention"] == "paper"
+    plain = {k: v for k, v in spec.items() if k != "order"}
+    assert spec_key(spec) != run_key(plain, __version__)
+    drawn = {**plain, "init": {**plain["init"], "draw": sw.PAPER_DRAW}}
+    assert spec_key(spec) == run_key(drawn, __version__)
+    other = copy.deepcopy(spec)
+    other["init"]["convention"] = "norm"
+    assert spec_key(other) == run_key({k: v for k, v in other.items() if k != "order"},
+                                      __version__)

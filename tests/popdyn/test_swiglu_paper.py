@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import popdyn
 from popdyn import SwiGLUStudent, Teacher
 from popdyn import swiglu as sw
+from popdyn.config import teacher_from_table
 from popdyn.swiglu import SwiGLUBiasParams
 
 REFS = json.loads((Path(__file__).resolve().parents[2] / "data" / "refs"
@@ -171,15 +172,49 @@ def test_paper_init_draws():
     st_ = SwiGLUStudent(d, m, biases=True, clock="mean_field")
     p = st_.init(4, eps, convention="paper")
     rng = np.random.default_rng(4)
+    P = rng.standard_normal((d + 1, m)) * (eps / np.sqrt(d + 1))
+    Q = rng.standard_normal((d + 1, m)) * (eps / np.sqrt(d + 1))
     at = rng.standard_normal(m) * eps
-    P = rng.standard_normal((m, d + 1)) * (eps / np.sqrt(d + 1))
-    Q = rng.standard_normal((m, d + 1)) * (eps / np.sqrt(d + 1))
     assert np.array_equal(p.a, at / m)
-    assert np.array_equal(p.G, P[:, :d]) and np.array_equal(p.bg, P[:, d])
-    assert np.array_equal(p.V, Q[:, :d]) and np.array_equal(p.bv, Q[:, d])
+    assert np.array_equal(p.G, P[:d].T) and np.array_equal(p.bg, P[d])
+    assert np.array_equal(p.V, Q[:d].T) and np.array_equal(p.bv, Q[d])
     T = Teacher.additive("relu", np.eye(d)[:1], [np.sqrt(2.0)])
     pf = st_.init(4, eps, T, convention="paper")
     assert pf.c == sw.fit_intercept_biased(st_, p, T).c != 0.0
+
+
+@pytest.mark.parametrize("seed, printed", [(0, 0.128), (1, 0.022), (2, 0.000)])
+def test_paper_init_matches_printed_alignments(seed, printed):
+    """The paper's draws: A_top(0) of Table 3 (Kumar App. U.7, rank-one cohorts, d = 16,
+    m = 64, eps = 0.05) to its three printed decimals.  The neuron-major layout gives
+    0.050, 0.008, 0.049."""
+    d = 16
+    st_ = SwiGLUStudent(d, 64, biases=True, intercept=True, clock="mean_field")
+    p = st_.init(seed, 0.05, convention="paper")
+    M = st_.family.agop(p, st_.family.moments(p, None, tol=1e-10))
+    A = sw.alignment_paper(M, np.eye(d)[:, :1])["A_top"]
+    assert round(A, 3) == printed
+
+
+def test_paper_width256_checkpoint_66():
+    """Kumar App. U.7: the width-256 run (h_3, d = 16, eps = 0.1, seed 0) starts at R(0) =
+    0.8183, A_top(0) = 0.15, and its update 66 lies at t = 48.834273 with l = 0.999988250 and
+    attained eigencutoff risk 0.232107528 (the replayed reference checkpoint, Figure 24).
+    The paper's draws (``convention="paper"``) and per-neuron step rule (``rel_norm="neuron"``)
+    reproduce every printed digit; the references are the paper's printed numbers."""
+    d, m = 16, 256
+    S = SwiGLUStudent(d, m, biases=True, intercept=True, clock="mean_field")
+    T = teacher_from_table({"link": "h3", "rank": 1, "normalize": "second_moment"}, d)
+    p0 = S.init(0, 0.1, T, convention="paper")
+    Mo = S.family.moments(p0, T, tol=1e-10)
+    assert round(sw.refit_paper(S, p0, T, moments_=Mo)["R"], 4) == 0.8183
+    assert round(sw.alignment_paper(S.family.agop(p0, Mo), np.eye(d)[:, :1])["A_top"], 2) == 0.15
+    tr = sw.train_paper(S, p0, T, n_max=66, loss_stop=0.9)
+    assert int(tr.n[-1]) == 66
+    assert round(float(tr.t[-1]), 6) == 48.834273
+    assert round(float(tr.normalized_loss[-1]), 9) == 0.999988250
+    R = sw.refit_paper(S, tr.final, T, moments_=S.family.moments(tr.final, T, tol=1e-10))["R"]
+    assert round(R, 9) == 0.232107528
 
 
 def test_bad_input_messages():
