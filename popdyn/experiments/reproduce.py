@@ -204,9 +204,15 @@ def _m_figure1(rec, arrs):
 #: the reference-comparison loss tolerance of the width-256 run (App. U.7: "At the
 #: reference-comparison tolerance 1.2 × 10^-5 ... changes from 0.8183 to 0.3306")
 REF_DELTA = 1.2e-5
-#: ridge parameter λ of the legacy diagnostic [V_y − bᵀ(G + λI)⁻¹b]/V_y (App. U.6).  The paper
-#: does not state the reference's λ; declared 1e−8 (on the centered Gram of the raw features).
-LEGACY_RIDGE = 1e-8
+#: ridge parameter λ of the legacy diagnostic [V_y − b̃ᵀ(G̃ + λI)⁻¹b̃]/V_y (App. U.6), applied to
+#: the equilibrated Gram G̃ = D^{-1/2} G D^{-1/2}, b̃ = D^{-1/2} b, D = diag G (the scaling of
+#: the paper's refit solver, U.7 "equilibrated Gram eigenvalues").  The paper states neither the
+#: scaling nor λ.  Its printed legacy values decide both: at the width-256 run's initial state
+#: the raw Gram with λ = 1e−8 gives 0.8355 where the paper prints 0.8183 (the equilibrated Gram
+#: gives 0.8183 for every λ ≤ 1e−8), and among powers of ten only λ = 1e−10 gives the
+#: checkpoint value 0.232107532 (1e−9: 0.232107570; 1e−11: 0.232107528); the same λ gives
+#: 0.3306 at update 52, as printed.
+LEGACY_RIDGE = 1e-10
 
 
 def _swiglu_run(rec, arrs):
@@ -281,10 +287,14 @@ def _m_swiglu_gains(rec, arrs):
 
 
 def legacy_ridge_risk(Gm, b, vy: float, lam: float = LEGACY_RIDGE) -> float:
-    """The reference's legacy penalized diagnostic [V_y − bᵀ(G + λI)⁻¹b]/V_y (Kumar App. U.6;
-    "includes the ridge penalty and is not the prediction risk") on the centered feature Gram."""
+    """The reference's legacy penalized diagnostic [V_y − b̃ᵀ(G̃ + λI)⁻¹b̃]/V_y (Kumar App. U.6;
+    "includes the ridge penalty and is not the prediction risk") on the equilibrated centered
+    feature Gram G̃ = D^{-1/2} G D^{-1/2}, b̃ = D^{-1/2} b, D = diag G (:data:`LEGACY_RIDGE`)."""
     Gs = 0.5 * (np.asarray(Gm) + np.asarray(Gm).T)
-    return float((vy - b @ np.linalg.solve(Gs + lam * np.eye(Gs.shape[0]), b)) / vy)
+    s = 1.0 / np.sqrt(np.diag(Gs))
+    Ge = Gs * np.outer(s, s)
+    bt = np.asarray(b) * s
+    return float((vy - bt @ np.linalg.solve(Ge + lam * np.eye(Ge.shape[0]), bt)) / vy)
 
 
 def _m_figure24(rec, arrs, n_ck: int = 66):
@@ -354,13 +364,8 @@ _GRID = ("the paper does not state its SwiGLU diagnostic grid, and P (the last d
          "the prefix) and with it R_P depend on it: the h_3 median of ΔR is 0.299 on the declared "
          "grid (every update to 99, then every 10th), 0.249 with P on an every-50 grid and 0.097 "
          "on an every-100 grid of the same 20 stored runs")
-_CK66 = ("update 66 of popdyn's width-256 run lies at t = 59.2, after its |ℓ − ℓ_0| ≤ 1e-3 prefix "
-         "(ℓ = 0.9952): its adaptive steps are longer than the paper's run's (t = 48.83 at update "
-         "66), so the checkpoint is another state; the refit inside the prefix is Table 3's R_P")
 KNOWN_REASONS: dict = {
     ("table6", "h_3", "dR"): _GRID,
-    **{("figure24", "h_3, m=256 (0), checkpoint 66", c): _CK66
-       for c in ("risk", "risk_legacy", "t", "l", "l_move")},
 }
 #: the reason of a per-run cell that differs: the paper's draw for a seed is not popdyn's
 PER_RUN_REASON = ("popdyn's seed is another draw than the paper's seed of the same number "

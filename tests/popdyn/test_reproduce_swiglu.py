@@ -219,7 +219,9 @@ def test_measure_against_brute_force(tmp_path, rank):
     G = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
     b = Mo.Yphi - Mo.phibar * T.mean
     G = 0.5 * (G + G.T)
-    legacy = (VY - b @ np.linalg.inv(G + R.LEGACY_RIDGE * np.eye(S.m)) @ b) / VY
+    Dh = np.diag(1.0 / np.sqrt(np.diag(G)))
+    legacy = (VY - (Dh @ b) @ np.linalg.inv(Dh @ G @ Dh + R.LEGACY_RIDGE * np.eye(S.m))
+              @ (Dh @ b)) / VY
     assert f["risk_legacy"] == pytest.approx(legacy, abs=1e-10)
     assert f["risk"] == pytest.approx(diag(i66)["R"], abs=1e-12)
     assert f["t"] == t[n.index(66)] and f["l_move"] == abs(ell[n.index(66)] - ell[0])

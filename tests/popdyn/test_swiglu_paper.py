@@ -201,7 +201,8 @@ def test_paper_width256_checkpoint_66():
     0.8183, A_top(0) = 0.15, and its update 66 lies at t = 48.834273 with l = 0.999988250 and
     attained eigencutoff risk 0.232107528 (the replayed reference checkpoint, Figure 24).
     The paper's draws (``convention="paper"``) and per-neuron step rule (``rel_norm="neuron"``)
-    reproduce every printed digit; the references are the paper's printed numbers."""
+    reproduce every printed digit, and so does the legacy diagnostic (0.232107532) on the
+    equilibrated Gram; the references are the paper's printed numbers."""
     d, m = 16, 256
     S = SwiGLUStudent(d, m, biases=True, intercept=True, clock="mean_field")
     T = teacher_from_table({"link": "h3", "rank": 1, "normalize": "second_moment"}, d)
@@ -213,8 +214,13 @@ def test_paper_width256_checkpoint_66():
     assert int(tr.n[-1]) == 66
     assert round(float(tr.t[-1]), 6) == 48.834273
     assert round(float(tr.normalized_loss[-1]), 9) == 0.999988250
-    R = sw.refit_paper(S, tr.final, T, moments_=S.family.moments(tr.final, T, tol=1e-10))["R"]
-    assert round(R, 9) == 0.232107528
+    Mo = S.family.moments(tr.final, T, tol=1e-10)
+    assert round(sw.refit_paper(S, tr.final, T, moments_=Mo)["R"], 9) == 0.232107528
+    # the legacy penalized diagnostic of the replayed reference checkpoint: 0.232107532
+    from popdyn.experiments.reproduce import legacy_ridge_risk
+    G = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
+    assert round(legacy_ridge_risk(G, Mo.Yphi - Mo.phibar * T.mean, float(T.variance)), 9) \
+        == 0.232107532
 
 
 def test_bad_input_messages():
