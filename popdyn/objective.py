@@ -281,12 +281,20 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
         tol = _acc.next_tolerance(tol, worst, 1.0)
         steps += 1
     what = getattr(fam, "label", "student")
+    act = getattr(getattr(fam, "student", None), "activation", None)
+    if act is not None:
+        what = str(act)
     if not ok:
         bad = [k for k, v in blocks.items() if not v[0] <= v[2]]
         k = bad[0]
+        if act in ("relu", "leaky_relu"):
+            hint = ("certify.loss(..., grad=True) gives rigorous brackets (PL or "
+                    "polynomial-link teachers).")
+        else:
+            hint = ("certify.loss gives a rigorous loss bracket (rigorous gradients: relu and "
+                    "leaky relu students).")
         _acc.warn(f"population gradient (block {k}) of the {what} student", blocks[k][0],
-                  blocks[k][2], rtol, cap, "certify.loss(..., grad=True) gives rigorous "
-                  "brackets.", stacklevel=4)
+                  blocks[k][2], rtol, cap, hint, stacklevel=4)
     if with_loss and not lok:
         _acc.warn(f"population loss of the {what} student", lerr, rtol * abs(L) + latol, rtol,
                   cap, "certify.loss gives a rigorous bracket.", stacklevel=4)

@@ -221,3 +221,24 @@ def test_rtol_validation():
             popdyn.population_grad(S, p, T, rtol=bad)
         with pytest.raises(ValueError, match="`rtol`"):
             popdyn.loss_and_grad(S, p, T, rtol=bad)
+
+
+def test_gradient_warning_names_the_activation_and_a_working_remedy():
+    """The gradient's AccuracyWarning names the student's activation, and points at certify's
+    loss bracket (not at a gradient certificate certify refuses) for smooth students."""
+    import warnings
+
+    import popdyn
+
+    rng = np.random.default_rng(3)
+    d, m = 3, 3
+    S = popdyn.Student(d, m, "erf", bias=True)
+    T = popdyn.Teacher.additive("h3", np.eye(d)[:1])
+    p = popdyn.Params(rng.normal(size=m), rng.normal(size=(m, d)) * 5, rng.normal(size=m) * 5,
+                      0.0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        popdyn.population_grad(S, p, T, rtol=1e-14)
+    msg = " ".join(str(x.message) for x in w if issubclass(x.category, popdyn.AccuracyWarning))
+    assert "of the erf student" in msg and "relu-family" not in msg
+    assert "grad=True" not in msg and "rigorous loss bracket" in msg
