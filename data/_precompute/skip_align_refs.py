@@ -20,7 +20,7 @@ The pair moments E[σ′_iσ′_j] of (u_i, u_j) = (w_i·x + b_i, w_j·x + b_j) 
   every geometry (duplicated, antiparallel, zero rows); E[σ′_j] = (2/√π)(1 + 2|w_j|²)^{−1/2}
   exp(−b_j²/(1 + 2|w_j|²)).
 
-Scores (seed paper 003; the top-r eigenspace Y_r of M, r = rows of the orthonormal U):
+Scores (Kumar (arXiv 2609.39408); the top-r eigenspace Y_r of M, r = rows of the orthonormal U):
 A_top = |U y_1|², A_mean = tr(K)/r, A_min = λ_min(K), K = (U Y_r)(U Y_r)ᵀ, by mpmath's
 symmetric eigensolver at 40 digits.  The gaps λ_1 − λ_2 and λ_r − λ_{r+1} are stored so that a
 test knows which scores a certified bracket must resolve.  Inputs are stored as float64 hex.

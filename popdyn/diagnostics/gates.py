@@ -1,5 +1,5 @@
-"""SwiGLU gate and value geometry relative to the teacher subspace (DESIGN §5; seed paper 003,
-Figures 4, 18, 19).
+"""SwiGLU gate and value geometry relative to the teacher subspace (docs/design.md §5; Kumar (arXiv
+2609.39408), Figures 4, 18, 19).
 
 For gate g_j, value v_j and the teacher subspace S (orthonormal rows, projector P) with unit
 teacher axes u_1, …, u_k:

@@ -122,7 +122,7 @@ def _hk(k, w=1):
 
 
 def link(name: str):
-    """A teacher link by its popdyn name (DESIGN §2), as atoms."""
+    """A teacher link by its popdyn name (docs/design.md §2), as atoms."""
     name = name.strip()
     if name.startswith("mixture("):
         atoms = []
