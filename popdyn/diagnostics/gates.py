@@ -16,8 +16,7 @@ teacher axes u_1, …, u_k:
 
 Zero gates (or values) have undefined angles: they get NaN, carry no weight and count as not
 near any axis; fractions are over all m gates and all k axes.  These are our reading of the
-paper's equations (29)–(30), which are not reproduced in the seed text; the definitions above
-are what is computed.
+paper's equations (29)–(30); the definitions above are what is computed.
 
 References
 ----------
