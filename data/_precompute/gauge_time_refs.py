@@ -1,5 +1,5 @@
-"""30-digit reference specialization times of the bias-free single ReLU neuron (issue 20;
-tests/popdyn/test_gauge_rigorous.py), stored in data/refs/gauge_time_refs.json.
+"""30-digit reference specialization times of the bias-free single ReLU neuron
+(tests/popdyn/test_gauge_rigorous.py), stored in data/refs/gauge_time_refs.json.
 
 Independent of popdyn and certify (pure mpmath): the *unreduced* gradient flow of the neuron in
 the plane of (u, θ0), state (a, w1, w2), loss L = ½E[(a relu(w·x) − relu(u·x))²] with

@@ -1,4 +1,4 @@
-"""Reference AGOP alignment scores of students with a linear skip (issue 19), by mpmath.
+"""Reference AGOP alignment scores of students with a linear skip, by mpmath.
 
 Independent of popdyn.  The student f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c, x ~ N(0, I_d),
 has ∇f = v + s Σ_j a_j σ′(w_j·x + b_j) w_j, so its AGOP is

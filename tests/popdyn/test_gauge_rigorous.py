@@ -1,4 +1,4 @@
-"""Rigorous specialization times of the reduced single-neuron flow (issue 20) against an
+"""Rigorous specialization times of the reduced single-neuron flow against an
 independent 30-digit reference.
 
 The reference (data/_precompute/gauge_time_refs.py: ``ref_field``, ``ref_time``) integrates the

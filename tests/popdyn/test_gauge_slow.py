@@ -1,5 +1,5 @@
 """Rigorous specialization times of the stiff opposite gauges (the verified slow-manifold tube of
-popdyn.gauge._slow; issue 20) against an independent reference.
+popdyn.gauge._slow) against an independent reference.
 
 The reference integrates the *unreduced* gradient flow of the bias-free single neuron in the
 plane of (u, θ0) — state (a, w1, w2), L = ½E[(a relu(w·x) − relu(u·x))²] with the arc-cosine
