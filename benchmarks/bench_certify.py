@@ -1,5 +1,5 @@
-"""Cost of certifying one checkpoint relative to its float64 diagnostics, in one run (issue 2:
-goal ≤ 50× at d = 16, m = 64; d = 64, m = 256 reported too).
+"""Cost of certifying one checkpoint relative to its float64 diagnostics, in one run (goal:
+≤ 50× at d = 16, m = 64; d = 64, m = 256 reported too).
 
 Setting (as benchmarks/bench_diagnostics.py): ReLU student with biases at initialization scale
 0.5, additive h2 teacher y = r^{-1/2} Σ_i h2(u_i·x) of rank r (r = 4 at d = 16, r = 8 at

@@ -1,5 +1,5 @@
 """Cost of certifying one checkpoint relative to its float64 diagnostics for smooth and SwiGLU
-students (issue 19), measured side by side in one run.
+students, measured side by side in one run.
 
 Setting: d = 16, m = 64, additive h2 teacher of rank 4 (y = ½ Σ h2(u_i·x)), students with
 biases at initialization scale 0.5 (smooth) or SwiGLU at scale 0.5.

@@ -1,4 +1,4 @@
-"""Wall time of ``popdyn check --all --quick`` (issue 5: under two minutes on two cores).
+"""Wall time of ``popdyn check --all --quick`` (goal: under two minutes on two cores).
 
 Runs :func:`proofs_checks.cli.main` with ``--all --quick`` twice in this process: the first
 call includes loading (or, on a fresh install, compiling) the numba kernels, the second is the

@@ -1,4 +1,4 @@
-"""Cost of a certified critical point (certify.critical_point, issue 21).
+"""Cost of a certified critical point (certify.critical_point).
 
     python benchmarks/bench_critical.py            # m = 3, 6, 12 in d = 2 and d = 8
 

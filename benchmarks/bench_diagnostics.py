@@ -1,9 +1,9 @@
-"""Cost of the seed paper's diagnostics at one checkpoint, relative to one loss + gradient
-evaluation, measured in the same run (issue 7; goal: all diagnostics ≤ 3×).
+"""Cost of the central paper's diagnostics at one checkpoint, relative to one loss + gradient
+evaluation, measured in the same run (goal: all diagnostics ≤ 3×).
 
 Setting: d = 64, m = 256, ReLU student with biases, rank-8 additive h2 teacher
-y = 8^{-1/2} Σ_i h2(u_i·x) (seed paper Figure 2), a state at initialization scale 0.5.
-"All diagnostics" = AGOP + alignment, the unrestricted, same-budget, bounded (B = 1) and
+y = 8^{-1/2} Σ_i h2(u_i·x) (Kumar (arXiv 2609.39408), Figure 2), a state at initialization scale
+0.5. "All diagnostics" = AGOP + alignment, the unrestricted, same-budget, bounded (B = 1) and
 projected refits, and the neuron geometry (popdyn.diagnostics.diagnose).
 
 Usage: python benchmarks/bench_diagnostics.py [--reps N] [--blas-threads N|default]
@@ -73,8 +73,8 @@ def main(argv=None):
     t_lg, t_all, q_all = paired(lg, lambda: diagnose(S, p, T, kinds=all_kinds, budget=1.0,
                                                       geometry=True), args.reps)
     _, t_rec, q_rec = paired(lg, lambda: diagnose(S, p, T), args.reps)
-    # issue 18: in a fused GD run the recorder gets the value moments the step computed at the
-    # snapshot state (diagnose's private ``_moments``; trees before 0.7.0 have no such path)
+    # in a fused GD run the recorder gets the value moments the step computed at the snapshot
+    # state (diagnose's private ``_moments``; older trees have no such path)
     reuse = "_moments" in inspect.signature(diagnose).parameters
     if reuse:
         Mv = moments(S, p, T, need="values")

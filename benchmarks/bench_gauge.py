@@ -1,4 +1,4 @@
-"""Reproduce DESIGN §7's table of gauge-separation regimes and time the gauge tools (issue 5).
+"""Reproduce docs/design.md §7's table of gauge-separation regimes and time the gauge tools.
 
 Prints
 
@@ -29,7 +29,7 @@ def main(full: bool):
     t0 = time.perf_counter()
     res = gauge.regime_table(regimes, ds=ds, thresholds=thr, tail=2)
     el = time.perf_counter() - t0
-    print(f"DESIGN §7 table reproduced ({'full' if full else 'quick'} settings; d ∈ {ds}, "
+    print(f"docs/design.md §7 table reproduced ({'full' if full else 'quick'} settings; d ∈ {ds}, "
           f"thresholds {thr}; {el:.1f} s):\n")
     print(gauge.format_regime_table(res))
     for r in res:

@@ -1,4 +1,4 @@
-"""Costs of popdyn.landscape (issue 21): exact Hessian and critical-point finder.
+"""Costs of popdyn.landscape: exact Hessian and critical-point finder.
 
 For m = 3, 6, 12 in d = 2 and d = 8 (bias-free relu student with the learned skip and an
 intercept; teacher: three planar relu features with positive weights, data/configs/landscape
@@ -9,7 +9,7 @@ intercept; teacher: three planar relu features with positive weights, data/confi
   (``popdyn.loss_and_grad``), with their ratio;
 * the time per start of the critical-point finder (trust-exact + Newton polish) and the number
   of Hessian-size linear solves it implies, over ``--starts`` declared starts;
-* if ``certify.critical_point`` exists (the certify helper's, issue 21), the seconds of one
+* if ``certify.critical_point`` exists (:mod:`certify.critical`), the seconds of one
   certification at the same (d, m): the strict global minimum of a width-m student against m
   spread planar features (:func:`spread_teacher`; the census teacher's minima at m > k are
   degenerate and cannot be certified strict), with the verdict reached (otherwise says so).

@@ -1,7 +1,7 @@
 """The bias-free GD step against independent arc-cosine implementations, and the biased step
-against its unavoidable work (issue 22).
+against its unavoidable work.
 
-Case of issue 22: a bias-free ReLU student (no intercept) against a 4-unit bias-free ReLU teacher
+Case: a bias-free ReLU student (no intercept) against a 4-unit bias-free ReLU teacher
 network, d = 64, m = 32 and 256; one evaluation of the population loss and its gradient.
 
 Timed side by side in one run, interleaved in rounds (best of each; this machine is shared and
@@ -31,13 +31,12 @@ noisy), every ratio against a time of the same run:
   Ca, C*v, Aa, A*v) timed in numpy.
 
 It first checks that popdyn, the numpy peer and the jax peer agree (loss and gradient within
-1e−10 relative), then prints milliseconds and the ratios.  The goals of issue 22 are
+1e−10 relative), then prints milliseconds and the ratios.  The goals are
 step/jax ≤ 1.0 at m = 256, ≤ 1.5 at m = 32, and biased ≤ 3× the bias-free peer step at
-m = 256, where the issue's peer is the jax step where jax is installed (its "What was measured":
-the biased step was "8× the bias-free peer step", 21 ms against jax's 2.6 ms) and the numpy step
+m = 256, where the peer is the jax step where jax is installed and the numpy step
 otherwise.  Both biased ratios are printed: ``biased/peer`` against that peer, and the stricter
 ``biased/fastest`` against the faster of jax and numpy (the numpy peer is the faster one here,
-being GEMMs on one core; before 2026-12-03 this script reported only that stricter ratio).
+being GEMMs on one core).
 
 The process is pinned to ``--cores`` cores (default 1, ``os.sched_setaffinity`` before jax is
 imported, so that XLA's thread pool has that one core too): the issue compares the steps on
@@ -278,7 +277,7 @@ def main():
                (f"biased/peer <= 3 at m = 256 (peer: {'jax' if jp else 'numpy'})", r256[5] <= 3.0),
                ("biased/fastest <= 3 at m = 256 (stricter: the faster of jax and numpy)",
                 r256[6] <= 3.0)]
-    print("goals (issue 22): " + "; ".join(
+    print("goals: " + "; ".join(
         f"{g}: {'met' if ok else 'NOT met'}" for g, ok in verdict))
 
 

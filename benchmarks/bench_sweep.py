@@ -1,6 +1,6 @@
 """Sweep throughput: 50 seeds × 4 teachers at d = 64, m = 32, 20,000 updates, diagnostics every 100.
 
-The four teachers are the seed paper's Table 2 follow-up links (raw and centered additive SiLU,
+The four teachers are the central paper's Table 2 follow-up links (raw and centered additive SiLU,
 additive ReLU, additive sine; rank two, normalized to unit variance), ReLU students with biases,
 initialization scale 0.01, fixed-step gradient descent (step 0.05).  Reported:
 

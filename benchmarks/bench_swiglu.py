@@ -1,4 +1,4 @@
-"""Benchmark: one SwiGLU loss+gradient versus a relu Student of the same size (issue 4).
+"""Benchmark: one SwiGLU loss+gradient versus a relu Student of the same size.
 
 d = 64, m = 64, the same teacher for both (rank-one additive h3, the paper's SwiGLU teacher,
 and a gated GELU(s)·t teacher), at a small and at a unit initialization scale (the SiLU

@@ -1,5 +1,5 @@
 """Cost of the rigorous (validated Taylor, certify.ode) specialization times against the
-numerical (LSODA tolerance refinement) ones, timed in the same run (issue 20).
+numerical (LSODA tolerance refinement) ones, timed in the same run.
 
     python benchmarks/bench_timescale.py            # per-enclosure seconds and the ratio
 

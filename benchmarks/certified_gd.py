@@ -1,4 +1,4 @@
-"""Certified population GD iterates (certify.gd, issue 20): one small configuration end to end.
+"""Certified population GD iterates (certify.gd): one small configuration end to end.
 
     python benchmarks/certified_gd.py [N]        # N updates (default 2000)
 

@@ -1,4 +1,4 @@
-"""The census of the ``skip_benign`` check (issue 21) with its figure.
+"""The census of the ``skip_benign`` check with its figure.
 
 Runs ``skip_benign`` (full settings unless ``--quick``), prints the report (counts of starts,
 critical points, minima by kind per width m = k…2k and the certification of every minimum) and

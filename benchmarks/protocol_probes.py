@@ -1,4 +1,4 @@
-"""Protocol probes for the seed paper's tables (docs/protocol.md, probes P1-P4).
+"""Protocol probes for the central paper's tables (docs/protocol.md, probes P1-P4).
 
 Short runs, seeds 0-2, one change at a time; printed numbers are the ones quoted in
 docs/protocol.md.  Nothing here is tuned: each probe varies one declared reading.

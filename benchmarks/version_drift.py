@@ -1,4 +1,4 @@
-"""Loss and gradient on seeded random states, to compare two versions of the engine (issue 18).
+"""Loss and gradient on seeded random states, to compare two versions of the engine.
 
 ``python benchmarks/version_drift.py --dump OUT.npz`` evaluates L and ∇L on ``--states``
 seeded random (student, teacher, state) triples, through the general path

@@ -3,10 +3,10 @@
 Python drivers around :mod:`popdyn._kernels.hermite` and :mod:`popdyn._kernels.mehler`:
 input validation, adaptive truncation order, quadrature-rule caching and tail bookkeeping.
 
-Conventions (DESIGN §2, §3): normalized probabilists' Hermite basis ``h_n = He_n/sqrt(n!)``;
+Conventions (docs/design.md §2, §3): normalized probabilists' Hermite basis ``h_n = He_n/sqrt(n!)``;
 a unit is ``sigma(alpha z + beta)``, ``alpha >= 0``, with the three sequences ``S[n] =
 E[sigma h_n]``, ``Dd[n] = E[sigma' h_n]``, ``Dd2[n] = E[alpha sigma'' h_n]``; Mehler:
-``E[F_i G_j] = sum_n F_i[n] G_j[n] rho^n``.  The moment matrices of DESIGN §3 are
+``E[F_i G_j] = sum_n F_i[n] G_j[n] rho^n``.  The moment matrices of docs/design.md §3 are
 ``C = mehler(S, S)``, ``B = mehler(Dd, Dd)``, ``A = mehler(Dd2, S)`` (``E[alpha_i sigma''_i
 sigma_j]``), ``D = mehler(Dd, S)``.
 

@@ -1,4 +1,4 @@
-"""Moment dispatcher: every population quantity reduces to scalar pair moments (DESIGN §3).
+"""Moment dispatcher: every population quantity reduces to scalar pair moments (docs/design.md §3).
 
 A *unit set* is a family of ridge units φ(α θ·x + β).  Student neurons form one set; the
 teacher's units another.  Pairs of piecewise-linear (PL) units use the closed forms of

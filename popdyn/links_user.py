@@ -40,6 +40,7 @@ engine's population moments describe one and the same teacher); the user's funct
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import re
@@ -110,7 +111,7 @@ def _register(canon, coeffs, info):
     atoms = tuple((Fraction(float(x)), "h", n, Fraction(0)) for n, x in enumerate(c) if x != 0)
     hd, mom = _L._hdata_gp(atoms)
     link = _L._assemble(canon, 0.0, 0.0, hd, mom, _poly_evaluators(c if c.size else [0.0]))
-    link = _L.dataclasses.replace(link, info=info)
+    link = dataclasses.replace(link, info=info)
     _L._USER_LINKS[canon] = link
     return link
 

@@ -1,4 +1,4 @@
-"""Population objective L = ½E[(f − y)²] and its exact gradient (DESIGN §3).
+"""Population objective L = ½E[(f − y)²] and its exact gradient (docs/design.md §3).
 
 With moment matrices C = E[σ_iσ_j], B = E[σ′_iσ′_j], Ã = E[α_iσ″_iσ_j], D = E[σ′_iσ_j], first
 moments μ0 = E[σ], μ1 = E[σ′], μ2 = E[ασ″], teacher cross moments (superscript T, against the

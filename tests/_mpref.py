@@ -5,7 +5,7 @@ code and no method with ``popdyn``: it does not import it, it uses no Hermite / 
 no bivariate-normal closed forms.  Everything is computed from first principles as Gaussian
 integrals of pairs of ridge functions, at high precision.
 
-Model (DESIGN §2).  x ~ N(0, I_d).  Student f(x) = s Σ_j a_j σ(w_j·x + b_j) + c with s = 1
+Model (docs/design.md §2).  x ~ N(0, I_d).  Student f(x) = s Σ_j a_j σ(w_j·x + b_j) + c with s = 1
 ("standard") or 1/m ("mean_field").  Teacher y either additive, y = Σ_k κ_k g(u_k·x), or a
 network, y = Σ_k v_k σ*(u_k·x + b*_k).  L = ½ E[(f − y)²].  Gradient:
 

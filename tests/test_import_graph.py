@@ -1,4 +1,4 @@
-"""The import graph of popdyn/, certify/ and proofs_checks/ has no cycle (issue 18).
+"""The import graph of popdyn/, certify/ and proofs_checks/ has no cycle.
 
 Every ``import`` / ``from ... import`` is counted, at module level and inside functions alike;
 an import of a package face (``__init__.py``) counts as an import of the module that defines

@@ -21,8 +21,8 @@ treated as exact zeros — the cases are built so that their rank deficiencies a
 refits min_{‖a‖≤B} R(a) by the secular equation solved by bisection at 30 digits; the
 projected refit after snapping (the snapping rule re-implemented here in exact rationals).
 
-Source: DESIGN §3, §5; seed paper 003.  Runtime: about 2 minutes (plus about 3 minutes with
-``--check-nested``) on one core.
+Source: docs/design.md §3, §5; Kumar (arXiv 2609.39408).  Runtime: about 2 minutes (plus about 3
+minutes with ``--check-nested``) on one core.
 Usage: python data/_precompute/diagnostics_refs.py [--check-nested]
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@ What it computes
     For 66 deterministic cases (student activation, scaling, parameters a, W, b, c and a teacher),
     the population loss L = ½E[(f − y)²], its gradient with respect to a (m), W (m×d), b (m) and
     c, the teacher mean E[y] and the teacher variance Var(y), x ~ N(0, I_d), with the conventions
-    of DESIGN §2 (see tests/_mpref.py for the model, the derivative convention relu'(0) = 0 and
-    the exact meaning of every link).  Outputs are decimal strings with 30 significant digits.
+    of docs/design.md §2 (see tests/_mpref.py for the model, the derivative convention relu'(0) = 0
+    and the exact meaning of every link).  Outputs are decimal strings with 30 significant digits.
 
 How
     With tests/_mpref.py: pure mpmath, no code from popdyn.  Every moment is a Gaussian integral
@@ -507,7 +507,7 @@ def main(argv=None):
             "student": "f(x) = s * sum_j a_j sigma(w_j.x + b_j) + c; s = 1 (standard) or 1/m "
                        "(mean_field); W rows are w_j",
             "teacher_additive": "y = sum_k kappa_k g(u_k.x), rows of U are u_k; links as in "
-                                "DESIGN §2 ('h3+0.3h2' with the exact decimal 3/10; "
+                                "docs/design.md §2 ('h3+0.3h2' with the exact decimal 3/10; "
                                 "'damped_cubic:a' = z^3 exp(-a z^2/2) with a = float(a); a mixture "
                                 "is a list of [weight, link])",
             "teacher_network": "y = sum_k V_k sigma*(u_k.x + bias_k), rows of U arbitrary",

@@ -1,5 +1,5 @@
-"""Reference values for the rigorous brackets against gated teachers (issue 19;
-tests/certify/test_certify_gated_rigorous.py, benchmarks/soak_certify.py).
+"""Reference values for the rigorous brackets against gated teachers
+(tests/certify/test_certify_gated_rigorous.py, benchmarks/soak_certify.py).
 
 Independent of popdyn's numerics and of certify: y = κF(s)t with s = u₁·x, t = u₂·x and
 u₁·u₂ = 0 exactly (checked in rationals), so Stein's lemma in t gives

@@ -1,10 +1,11 @@
-"""30-digit reference specialization times of the bias-free single ReLU neuron (issue 20;
-tests/popdyn/test_gauge_rigorous.py), stored in data/refs/gauge_time_refs.json.
+"""30-digit reference specialization times of the bias-free single ReLU neuron
+(tests/popdyn/test_gauge_rigorous.py), stored in data/refs/gauge_time_refs.json.
 
 Independent of popdyn and certify (pure mpmath): the *unreduced* gradient flow of the neuron in
 the plane of (u, θ0), state (a, w1, w2), loss L = ½E[(a relu(w·x) − relu(u·x))²] with
 E[relu(w·x)²] = |w|²/2, E[relu(w·x) relu(u·x)] = (|w| sin φ + (π − φ) w1)/(2π) and its gradient
-((π − φ) u + sin φ ŵ)/(2π) (arc-cosine kernel; gauge seed paper, DESIGN §7), integrated by
+((π − φ) u + sin φ ŵ)/(2π) (arc-cosine kernel; the feature-ownership paper, docs/design.md §7),
+integrated by
 mpmath.odefun at 30 digits; the time is the root of cos(w, u) = τ on the dense solution
 (bracketed, bisected, then the secant method to 10^−56).  The start: a0 = sqrt(c0·ratio),
 |w0| = sqrt(c0/ratio), cos(w0, u) = cos0.

@@ -2,7 +2,8 @@
 
 What it computes
     The population loss L = ½E[(f − y)²] and its gradient (a, W, b, c) at 30 significant digits
-    for two deterministic case sets (x ~ N(0, I_3), conventions of DESIGN §2 and tests/_mpref.py):
+    for two deterministic case sets (x ~ N(0, I_3), conventions of docs/design.md §2 and
+    tests/_mpref.py):
 
     * ``erf``: 20 erf students (m = 3, d = 3, |w_j| uniform in [0.2, 5], b_j uniform in [−5, 5];
       every odd case degenerate: unit 1 parallel to unit 0 up to a factor 1 + 1e−9, or

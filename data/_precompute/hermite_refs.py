@@ -18,7 +18,7 @@ and the normalized Hermite polynomials are re-implemented in mpmath.
   the outer one too; rho = 0 and rho = 1 are 1-D.  F, G are sigma (moment "C"), sigma' ("B"),
   al sigma'' for i with sigma for j ("A").  Again a finer rule gives ``resolution``.
 
-Source: DESIGN §2, §3.  Runtime: about 35 minutes wall / 17 minutes CPU on one core (mpmath
+Source: docs/design.md §2, §3.  Runtime: about 35 minutes wall / 17 minutes CPU on one core (mpmath
 without gmpy; the nested tanh pairs dominate), the ``--check-quad`` checks included.
 Usage: python data/_precompute/hermite_refs.py [--check-quad]
 """

@@ -1,4 +1,4 @@
-"""Reference loss, gradient and Hessian of relu / leaky-relu students WITH biases (issue 21) by mpmath.
+"""Reference loss, gradient and Hessian of relu / leaky-relu students WITH biases by mpmath.
 
 Independent of popdyn (no popdyn import).  d = 2, x ~ N(0, I_2); and d = 3 with every unit in
 the x1-x2 plane (x3 independent of every kink: it enters through E[x3²] = 1 only, which tests

@@ -1,4 +1,4 @@
-"""Reference loss, gradient and Hessian of bias-free relu / leaky-relu students (issue 21) by mpmath.
+"""Reference loss, gradient and Hessian of bias-free relu / leaky-relu students by mpmath.
 
 Independent of popdyn (no popdyn import).  Every expectation of the population loss
 L = ½E[(f − y)²], f(x) = s Σ_j a_j σ(w_j·x) + v·x + c, y = Σ_k v*_k σ*(u_k·x), reduces, by

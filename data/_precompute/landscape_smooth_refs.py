@@ -1,4 +1,4 @@
-"""Reference loss, gradient and Hessian of smooth-activation students (issue 21) by mpmath.
+"""Reference loss, gradient and Hessian of smooth-activation students by mpmath.
 
 Independent of popdyn (no popdyn import, no Hermite or Mehler series, no Stein identity).
 Student f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c with σ ∈ {silu, gelu, tanh, erf}; teacher

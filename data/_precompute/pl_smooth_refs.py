@@ -1,5 +1,5 @@
 """Reference values for the rigorous refits of relu / leaky_relu students against smooth teacher
-networks (issue 19; tests/certify/test_certify_pl_smooth.py).
+networks (tests/certify/test_certify_pl_smooth.py).
 
 Independent of popdyn's numerics and of certify: every moment is the 2-D Gaussian integral of
 tests/certify/_ref.py (an outer mpmath quadrature of the smooth teacher unit times the textbook

@@ -29,7 +29,7 @@ imported from the files by path and use mpmath only -- no popdyn kernel is calle
   (seed 20240607) -- plus pinned edge cases; with the units' first moments and the scales used
   in the tolerances.  Integrals over Z₁ by global adaptive 24/48-point Gauss–Legendre.
 
-Source: DESIGN §2–§3 (definitions), the tests' docstrings (method).
+Source: docs/design.md §2–§3 (definitions), the tests' docstrings (method).
 Runtime: about 6 minutes on one core (mpmath without gmpy).
 Usage: python data/_precompute/plmoments_refs.py [--only-ramps]
 (``--only-ramps`` recomputes only the key ``ramps``, about 3 minutes, and keeps the others.)

@@ -1,4 +1,4 @@
-"""Reference AGOP alignment scores of students with a linear skip (issue 19), by mpmath.
+"""Reference AGOP alignment scores of students with a linear skip, by mpmath.
 
 Independent of popdyn.  The student f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c, x ~ N(0, I_d),
 has ∇f = v + s Σ_j a_j σ′(w_j·x + b_j) w_j, so its AGOP is
@@ -20,7 +20,7 @@ The pair moments E[σ′_iσ′_j] of (u_i, u_j) = (w_i·x + b_i, w_j·x + b_j) 
   every geometry (duplicated, antiparallel, zero rows); E[σ′_j] = (2/√π)(1 + 2|w_j|²)^{−1/2}
   exp(−b_j²/(1 + 2|w_j|²)).
 
-Scores (seed paper 003; the top-r eigenspace Y_r of M, r = rows of the orthonormal U):
+Scores (Kumar (arXiv 2609.39408); the top-r eigenspace Y_r of M, r = rows of the orthonormal U):
 A_top = |U y_1|², A_mean = tr(K)/r, A_min = λ_min(K), K = (U Y_r)(U Y_r)ᵀ, by mpmath's
 symmetric eigensolver at 40 digits.  The gaps λ_1 − λ_2 and λ_r − λ_{r+1} are stored so that a
 test knows which scores a certified bracket must resolve.  Inputs are stored as float64 hex.

@@ -1,4 +1,4 @@
-"""Reference gradients and refit risks of skip students (issue 18, certify.skip), pure mpmath.
+"""Reference gradients and refit risks of skip students (certify.skip), pure mpmath.
 
 Independent of popdyn and certify: the states are the ``CERTIFY_CASES`` of
 ``data/_precompute/skip_refs.py`` (float64 inputs, stored here again as exact hex strings) and

@@ -1,4 +1,4 @@
-"""Reference values for the skip student family (issue 18): loss L and ∂L/∂v by mpmath.
+"""Reference values for the skip student family: loss L and ∂L/∂v by mpmath.
 
 Independent of popdyn: every expectation E[φ(p·x + b_p) ψ(q·x + b_q)] over x ~ N(0, I_d) is an
 mpmath quadrature over z1 (p·x = |p| z1, split at the relu kink) of φ times the conditional
@@ -7,7 +7,7 @@ expectation of ψ given z1 (q·x = (q·p̂) z1 + |q_⊥| Z2): in closed form for
 pair terms, and ∂L/∂v_k = E[(f − y) x_k] directly (no differentiation).  Inputs are stored as
 exact float64 hex strings.  Student: one neuron, d = 3; teacher y = κ h2(u·x).
 
-``certify_cases`` (issue 18d, for certify.loss of skip students): several neurons, the relu,
+``certify_cases`` (for certify.loss of skip students): several neurons, the relu,
 leaky relu students (two or three neurons) and tanh, gelu and erf students (one neuron: a
 smooth–smooth pair of distinct directions would need a nested 35-digit quadrature of minutes;
 certify.smooth's pairs have their own references), additive (h2, h3, relu link) and

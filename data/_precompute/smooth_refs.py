@@ -1,5 +1,5 @@
-"""Reference values for the certified brackets of smooth students (issue 19;
-tests/certify/test_certify_smooth.py).
+"""Reference values for the certified brackets of smooth students
+(tests/certify/test_certify_smooth.py).
 
 Independent of popdyn's numerics and of certify: every moment is the 2-D Gaussian integral of
 tests/certify/_ref.py (``pair``: an outer mpmath tanh–sinh quadrature of the first function

@@ -1,5 +1,5 @@
-"""Reference values for the tiny-neuron tanh / silu cases of the certify soak (issue 19;
-tests/certify/test_certify_smooth_tiny.py).
+"""Reference values for the tiny-neuron tanh / silu cases of the certify soak
+(tests/certify/test_certify_smooth_tiny.py).
 
 The soak (benchmarks/soak_certify.py, seed 19000) reported 12 bracket "violations" in its cases
 39 (silu, abs teacher), 75 (tanh, relu teacher) and 76 (silu, h3+0.3h2 teacher), each with one

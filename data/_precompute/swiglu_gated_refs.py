@@ -1,4 +1,4 @@
-"""Reference moments, loss and refit risk of SwiGLU students against gated teachers (issue 19).
+"""Reference moments, loss and refit risk of SwiGLU students against gated teachers.
 
 Independent of popdyn and of certify's formulas (no Stein identities, no Hermite series): every
 moment is the direct Gaussian integral

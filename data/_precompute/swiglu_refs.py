@@ -27,7 +27,7 @@ s′t′ with s′ = (u_1 + u_2)/√2 · x, t′ = (u_1 − u_2)/√2 · x.
 
 Quadrature check: case 0 is recomputed with 14 nodes per panel and L = 10 (vs 10 and 9) and the
 maximal relative difference is stored as ``quadrature_check`` (must be < 1e−13).
-Source: DESIGN §3; seed paper 003.  Runtime: about 5 minutes on two cores.
+Source: docs/design.md §3; Kumar (arXiv 2609.39408).  Runtime: about 5 minutes on two cores.
 Usage: python data/_precompute/swiglu_refs.py
 """
 from __future__ import annotations

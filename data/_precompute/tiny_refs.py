@@ -1,11 +1,11 @@
-"""Reference values for certified brackets at tiny, nearly constant units (issue 23;
-tests/certify/test_certify_tiny.py).
+"""Reference values for certified brackets at tiny, nearly constant units
+(tests/certify/test_certify_tiny.py).
 
 Cases.  200 random students (d = 3, m = 3 or 4, relu or leaky_relu with slope 1/8) with one unit
 of ordinary size (w ~ N(0, 0.64/d), b ~ N(0, 0.64)) and two or three *tiny* units: |w| log-uniform
 in [1e−12, 1e−3] in a random direction, |b| uniform in [0.25, 1.5] with a random sign; heads
-a ~ N(0, 1) scaled up to 1/|w| on some units, intercept c ~ N(0, 0.25).  Case 0 is the case of
-issue 23.  Four fixed teachers (additive relu with the issue's three rows; additive h2 with two
+a ~ N(0, 1) scaled up to 1/|w| on some units, intercept c ~ N(0, 0.25).  Case 0 is the reported
+case.  Four fixed teachers (additive relu with that case's three rows; additive h2 with two
 orthonormal rows; a relu network with biases; additive relu with two random orthonormal
 rows).  Every input is stored as its exact float64 (``float.hex``) and the test feeds exactly those floats to the code
 under test: nothing is rebuilt on the testing machine (no BLAS, no random draws).

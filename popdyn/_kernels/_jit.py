@@ -3,7 +3,7 @@
 Every numba kernel in the project is compiled through :func:`jit`, which is
 ``numba.njit(cache=True, fastmath=False)``.  ``fastmath`` is never used: it
 reorders floating-point operations, which breaks error-free transformations
-and makes float64 results a poor input for certification (DESIGN §6).
+and makes float64 results a poor input for certification (docs/design.md §6).
 
 Set the environment variable ``POPDYN_NO_CACHE=1`` to disable on-disk caching
 (useful when the package directory is read-only).  Caches are dropped whenever any jitted

@@ -1,4 +1,4 @@
-r"""Bias-free PL pair moments in closed form: the arc-cosine kernels (issue 22).
+r"""Bias-free PL pair moments in closed form: the arc-cosine kernels.
 
 For PL units σ(t) = p·relu(t) + q·t with *zero* biases, t_i = α_i u, t_j = α_j v, where
 (u, v) are standard normals with correlation ρ = θ_i·θ_j, every pair moment the engine needs is
@@ -21,7 +21,7 @@ The angle is formed without cancellation from the engine's 1 ∓ ρ (computed as
 π − θ = 2 atan2(√(1 + ρ), √(1 − ρ)) and s = √((1 − ρ)(1 + ρ)), so pairs near ρ = ±1 keep their
 relative accuracy.  Each entry is a handful of correctly rounded operations and one
 first-quadrant atan2 (:func:`atan2q`, within 3 ulp, branch-free); a few ulp in all, against the
-general kernels' target of 5e−14 relative.  Used by plmoments' ``*_units`` entry
+general kernels' target of 5e−14 relative.  Used by the ``*_units`` entry of pl_chunks
 points when every bias of both sets is exactly 0 and every α > 0 (zero rows keep the general
 path).  No per-pair branching: the self moments run row by row in short loops over the pairs
 that LLVM vectorizes (AVX2; :func:`self_moments`), bit-identical to the one-pair loop

@@ -737,7 +737,7 @@ def _bvn_err(h, k, r, omr, opr, refine):
     with adaptive panels.  This restores relative accuracy for small values.  In the |r| ≥ 0.925
     branch, where |hk|·(1 − r²) > ``_REM_CHECK``, the remainder rule of K is checked against two
     panels and the difference added to the estimate; with ``refine`` set, K is recomputed with
-    the remainder on 4 panels instead (checked against 2; 0.3.3).
+    the remainder on 4 panels instead (checked against 2).
     """
     if h != h or k != k or r != r:
         return np.nan, np.nan

@@ -7,9 +7,9 @@ general dispatcher (:func:`popdyn.objective.loss_and_grad`), one evaluation at m
 evaluates the same formulas with the same kernels in one compiled call, and runs whole stretches
 of gradient descent (between two snapshots) inside numba.
 
-Formulas (DESIGN §3, :mod:`popdyn.objective`): with student units σ_j(α_j θ_j·x + β_j), teacher
-units t_k (directions θ*_k, scales α*_k, offsets β*_k, weights v_k; an additive link f is the
-unit f(u_k·x) with α* = 1, β* = 0, split into its PL part p relu + q id and its Hermite part)
+Formulas (docs/design.md §3, :mod:`popdyn.objective`): with student units σ_j(α_j θ_j·x + β_j),
+teacher units t_k (directions θ*_k, scales α*_k, offsets β*_k, weights v_k; an additive link f is
+the unit f(u_k·x) with α* = 1, β* = 0, split into its PL part p relu + q id and its Hermite part)
 
     L      = ½ (s² aᵀCa + 2sc aᵀμ0 + c² − 2(s aᵀCᵀv + c E[y]) + E[y²])
     ∂L/∂a  = s (s C a + c μ0 − Cᵀ v)            ∂L/∂c = s aᵀμ0 + c − E[y]
@@ -37,9 +37,11 @@ from . import arccos as _ac
 from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
 from .mehler import pl_link_sums
-from .plmoments import (ATOL, MAXINT, QTOL, RTOL, _CHUNK, _list_scratch, _moments_list,
-                        _unit_array, pl_first_moments_units, pl_pair_moments_ws,
-                        pl_self_moments_ws, pl_units)
+from .pl_batch import _list_scratch, _moments_list
+from .pl_chunks import _chunk_index, pl_pair_moments_ws, pl_self_moments_ws
+from .pl_front import _CHUNK, _unit_array
+from .pl_pair import pl_first_moments_units, pl_units
+from .pl_ramps import ATOL, MAXINT, QTOL, RTOL
 
 __all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad",
            "pl_loss_grad", "pl_loss_grad_values", "pl_loss_grad_cached", "pl_gd", "workspace",
@@ -402,32 +404,6 @@ def _block(X, ni, nj):
 
 
 @jit
-def _tile_pairs(i0, i1, j0, j1, R, OMR, OPR, i, j, I, J, RHO, OM, OP, DG):
-    """The next at most :data:`~popdyn._kernels.plmoments._CHUNK` pairs of the block of units
-    i0 ≤ i < i1, j0 ≤ j < j1 from the pair (i, j) on, row by row (a diagonal block, i0 = j0:
-    the pairs i ≤ j, the diagonal as ρ = 1 exactly, 1 − ρ = 0, 1 + ρ = 2, as
-    ``pl_self_moments``), written into I, J (unit indices), RHO, OM, OP, DG; R, OMR, OPR hold
-    the block's geometry.  Returns (n, i, j): their number and the pair after them."""
-    diag = i0 == j0
-    n = 0
-    while i < i1 and n < _CHUNK:
-        I[n] = i
-        J[n] = j
-        if diag and i == j:
-            DG[n] = True
-            RHO[n], OM[n], OP[n] = 1.0, 0.0, 2.0
-        else:
-            DG[n] = False
-            RHO[n], OM[n], OP[n] = R[i - i0, j - j0], OMR[i - i0, j - j0], OPR[i - i0, j - j0]
-        n += 1
-        j += 1
-        if j == j1:
-            i += 1
-            j = i if diag else j0
-    return n, i, j
-
-
-@jit
 def _tile_moments(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
                   I, J, RHO, OM, OP, DG, out, WS, WI, WB):
     """C, B, A, D of the block (i0:i1) × (j0:j1) of one PL set with itself and the transposed
@@ -437,7 +413,8 @@ def _tile_moments(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, 
     i = i0
     j = j0
     while i < i1:
-        n, i, j = _tile_pairs(i0, i1, j0, j1, R, OMR, OPR, i, j, I, J, RHO, OM, OP, DG)
+        n, i, j = _chunk_index(R, OMR, OPR, i, j, i0, i1, j0, j1, i0 == j0,
+                               I, J, RHO, OM, OP, DG)
         _moments_list(U, p, q, al, be, U, p, q, al, be, UA, UA, I[:n], J[:n],
                       RHO[:n], OM[:n], OP[:n], DG[:n], RTOL, ATOL, QTOL, MAXINT, out[:n],
                       WS, WI, WB)

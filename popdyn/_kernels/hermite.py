@@ -1,6 +1,6 @@
 """Numba kernels: normalized Hermite coefficients of single units ``sigma(alpha z + beta)``.
 
-Conventions (DESIGN §2, §3)
+Conventions (docs/design.md §2, §3)
 ---------------------------
 Normalized probabilists' Hermite basis ``h_n = He_n / sqrt(n!)``, ``E[h_n h_l] = delta_nl`` for
 ``z ~ N(0, 1)``.  A *unit* is ``sigma(alpha z + beta)`` with ``alpha >= 0``.  For every unit the
@@ -28,7 +28,7 @@ Piecewise-linear units (closed form)
     Dd[0] = p Phi(b) + q,   Dd[n] = p y_{n-1} / sqrt(n)   (n >= 1)
     Dd2[n] = p y_n
 
-(the unnormalized ``c_k = alpha phi(b) He_{k-2}(-b)`` of DESIGN §3 divided by ``sqrt(k!)``).
+(the unnormalized ``c_k = alpha phi(b) He_{k-2}(-b)`` of docs/design.md §3 divided by ``sqrt(k!)``).
 ``y_n`` is computed by the normalized three-term recurrence with a binary exponent carried
 separately (:func:`phi_hermite`), so neither ``n!`` nor ``He_n`` is ever formed and nothing
 overflows; Cramér's inequality ``|h_n(x)| <= 1.086435 e^{x^2/4}`` gives
@@ -41,8 +41,8 @@ mpmath), so dead units keep their relative accuracy.
 
 Smooth activations (quadrature)
 -------------------------------
-Codes ``SILU = 1, GELU = 2, TANH = 3, ERF = 4`` (DESIGN §2: ``silu(t) = t sigmoid(t)``, ``gelu(t)
-= t Phi(t)`` exact, ``tanh``, ``erf(t)``).  :func:`smooth_coeffs` evaluates::
+Codes ``SILU = 1, GELU = 2, TANH = 3, ERF = 4`` (docs/design.md §2: ``silu(t) = t sigmoid(t)``,
+``gelu(t) = t Phi(t)`` exact, ``tanh``, ``erf(t)``).  :func:`smooth_coeffs` evaluates::
 
     S[n] = int sigma(alpha z + beta) psi_n(z) (2 pi)^{-1/4} e^{-z^2/4} dz
 

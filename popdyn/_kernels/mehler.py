@@ -1,10 +1,10 @@
 """Numba kernels: truncated Mehler sums and their error estimates.
 
-In the normalized Hermite basis (DESIGN §2, §3), for units i, j on directions with correlation
-``rho``, ``E[F_i G_j] = sum_n F_i[n] G_j[n] rho^n``.  The kernels evaluate the sum truncated at
-``N = X.shape[1] - 1`` by Horner's rule in ``rho`` (no ``pow``), vectorized across the partner
-index ``j`` (one independent Horner recurrence per pair, so the order of operations is that of
-the textbook scalar Horner loop).
+In the normalized Hermite basis (docs/design.md §2, §3), for units i, j on directions with
+correlation ``rho``, ``E[F_i G_j] = sum_n F_i[n] G_j[n] rho^n``.  The kernels evaluate the sum
+truncated at ``N = X.shape[1] - 1`` by Horner's rule in ``rho`` (no ``pow``), vectorized across
+the partner index ``j`` (one independent Horner recurrence per pair, so the order of operations
+is that of the textbook scalar Horner loop).
 
 Kernels are pure functions over float64 arrays without input checks; results are written into
 ``out``.  Inputs are validated by :func:`popdyn._hermite.mehler_moment`.

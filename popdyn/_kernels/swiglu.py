@@ -1,6 +1,6 @@
 """numba kernels of the SwiGLU student and of Hermite-tensor teachers (pure array functions).
 
-Conventions (DESIGN §2-§3): normalized Hermite functions h_n = He_n/sqrt(n!); for a gate
+Conventions (docs/design.md §2-§3): normalized Hermite functions h_n = He_n/sqrt(n!); for a gate
 direction theta and scale alpha, ``T[p, j, n] = E[silu^(p)(alpha_j z) h_n(z)]`` (z ~ N(0, 1)),
 p = 0..4.  Pair moments ``M^{pq}_ij = E[silu^(p)(g_i.x) silu^(q)(g_j.x)] =
 sum_n T[p,i,n] T[q,j,n] rho_ij^n`` (Mehler).  No input checks here (STYLE item 3).
@@ -116,7 +116,7 @@ def tensor_contract(T, xi, idx, coef, deg, out):
     ``T`` (P, m, N+1) unit coefficient sequences, ``xi`` (m, k) the units' directions in the
     teacher frame, ``idx`` (E, k) multi-indices, ``coef`` (E,) = F_A sqrt(|A|!/A!) and
     ``deg`` (E,) = |A|.  This is E[psi_j(theta_j.x) G(Ux)] for a ridge unit psi_j and a
-    multi-index function with normalized Hermite tensor F (DESIGN §3).
+    multi-index function with normalized Hermite tensor F (docs/design.md §3).
     """
     P, m, N1 = T.shape
     E, k = idx.shape

@@ -59,8 +59,8 @@ def sin_small(x):
 
 
 # 2^n for n = −1010 … 512 (exact): the two factors 2^⌊k/2⌋, 2^(k − ⌊k/2⌋) of exp_batch for
-# k = rint(x·log₂e), x ∈ [−1400, 709] (k ∈ [−2020, 1023]); exp_inline read them here until
-# 0.7.0 (tests/popdyn/test_vmath.py checks _pow2 against it)
+# k = rint(x·log₂e), x ∈ [−1400, 709] (k ∈ [−2020, 1023]); tests/popdyn/test_vmath.py checks
+# :func:`_pow2` of exp_inline against it
 _POW2_OFF = 1010
 _POW2 = np.array([2.0 ** n for n in range(-_POW2_OFF, 513)])
 
@@ -96,10 +96,10 @@ def exp_inline(E):
     """exp(E) for one float64, bit for bit :func:`exp_batch` (the same reduction, polynomial and
     product (P·2^⌊k/2⌋)·2^(k − ⌊k/2⌋)), with the two powers of two built from their exponent
     bits in registers (:func:`_pow2`) instead of through integer views of arrays: a scalar
-    form that numba inlines into loops over pairs, which LLVM vectorizes.  Until 0.7.0 the
-    powers were read from a table (_POW2, the same values): the reads became gathers, which
-    LLVM's cost model for AMD Zen deems too costly, so that the Price node loops
-    (:func:`popdyn._kernels.plmoments._price_batch`) stayed scalar there (1.45× slower).
+    form that numba inlines into loops over pairs, which LLVM vectorizes.  The powers are not
+    read from a table (_POW2, the same values): such reads become gathers, which LLVM's cost
+    model for AMD Zen deems too costly, so that the Price node loops
+    (:func:`popdyn._kernels.pl_batch._price_batch`) would stay scalar there.
     Accuracy that of :func:`exp_batch`: ≤ 2 ulp (tests/popdyn/test_vmath.py checks it against
     40-digit mpmath and bit for bit against :func:`exp_batch`)."""
     x = min(max(E, -1400.0), 709.0)

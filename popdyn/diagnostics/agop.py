@@ -1,4 +1,4 @@
-"""Average gradient outer product of a two-layer student (DESIGN §3, §5).
+"""Average gradient outer product of a two-layer student (docs/design.md §3, §5).
 
 For f(x) = s Σ_j a_j σ(w_j·x + b_j) + c on x ~ N(0, I_d), ∇_x f = s Σ_j a_j σ′(w_j·x + b_j) w_j, so
 
@@ -78,7 +78,7 @@ def agop(student: AnyStudent, params: AnyParams, *, rtol: float = 1e-10, full_ou
 
     References
     ----------
-    Kumar (arXiv 2609.39408), AGOP definition; DESIGN §3
+    Kumar (arXiv 2609.39408), AGOP definition; docs/design.md §3
     ("The AGOP is M = Wᵀ(aaᵀ ∘ B)W — the same B") and §5.  Every student family goes through its
     ``agop`` (:mod:`popdyn.family`; SwiGLU: :func:`popdyn.swiglu.agop_from_moments`, skip
     students: :mod:`popdyn.skip`).

@@ -1,4 +1,5 @@
-"""AGOP alignment with the teacher subspace (DESIGN §5; seed paper 003, Figures 1–4).
+"""AGOP alignment with the teacher subspace (docs/design.md §5; Kumar (arXiv 2609.39408), Figures
+1–4).
 
 With the eigenvalues λ_1 ≥ … ≥ λ_d of the AGOP M, the top-r eigenvectors V_r (rows
 v_1, …, v_r) and the principal cosines σ_1 ≥ … ≥ σ_r of U V_rᵀ (U: r orthonormal rows):
@@ -42,7 +43,7 @@ class Alignment:
     Attributes
     ----------
     a_top, a_min, a_mean : float
-        The three scores of DESIGN §5 (each in [0, 1]).
+        The three scores of docs/design.md §5 (each in [0, 1]).
     gap : float
         Eigengap λ_r − λ_{r+1}; reported as exactly 0.0 when it is within the numerical tie
         tolerance ``tie_tol`` (the top-r eigenspace is then not defined: ``resolved`` is False and
@@ -167,7 +168,7 @@ def alignment(M: ArrayLike, U: ArrayLike | Teacher) -> Alignment:
     References
     ----------
     Kumar (arXiv 2609.39408), AGOP alignment A_min, A_mean,
-    A_top; DESIGN §5.
+    A_top; docs/design.md §5.
     """
     M = check_agop(M)
     U = check_subspace(U, M.shape[0])

@@ -1,5 +1,5 @@
-"""SwiGLU gate and value geometry relative to the teacher subspace (DESIGN §5; seed paper 003,
-Figures 4, 18, 19).
+"""SwiGLU gate and value geometry relative to the teacher subspace (docs/design.md §5; Kumar (arXiv
+2609.39408), Figures 4, 18, 19).
 
 For gate g_j, value v_j and the teacher subspace S (orthonormal rows, projector P) with unit
 teacher axes u_1, …, u_k:
@@ -16,8 +16,7 @@ teacher axes u_1, …, u_k:
 
 Zero gates (or values) have undefined angles: they get NaN, carry no weight and count as not
 near any axis; fractions are over all m gates and all k axes.  These are our reading of the
-paper's equations (29)–(30), which are not reproduced in the seed text; the definitions above
-are what is computed.
+paper's equations (29)–(30); the definitions above are what is computed.
 
 References
 ----------

@@ -1,4 +1,5 @@
-"""Neuron geometry relative to the teacher subspace (DESIGN §5; seed paper 003, Figures 1, 2, 14).
+"""Neuron geometry relative to the teacher subspace (docs/design.md §5; Kumar (arXiv 2609.39408),
+Figures 1, 2, 14).
 
 For neuron j with first-layer weight w_j, the teacher subspace S (orthonormal rows spanning
 span U) and the teacher axes u_1, …, u_k (unit vectors in span U):
@@ -9,7 +10,8 @@ span U) and the teacher axes u_1, …, u_k (unit vectors in span U):
   geometric limit; hatched in the paper's heatmaps);
 * at r = 2 with orthonormal axes, the plane angle atan2(|u_2·w_j|, |u_1·w_j|) ∈ [0°, 90°]
   (0° and 90° are the two axes; Figure 1 bottom row);
-* importance |a_j|·‖(w_j, b_j)‖ (DESIGN §2), and importance-weighted 5° histograms normalized
+* importance |a_j|·‖(w_j, b_j)‖ (docs/design.md §2), and importance-weighted 5° histograms
+normalized
   per seed (each seed's histogram sums to 1).
 
 Angles are in degrees; undefined angles (w_j = 0, or P w_j = 0 for axis angles) are NaN and
@@ -66,7 +68,7 @@ def snap_to_axes(W, U, axes=None) -> np.ndarray:
     References
     ----------
     Seed paper 003, Figure 1 row four ("projects each weight's teacher-plane component onto its
-    nearest axis …, retaining outside-plane components and biases, then refits"); DESIGN §5.
+    nearest axis …, retaining outside-plane components and biases, then refits"); docs/design.md §5.
     """
     W = _weights(W)
     S, ax = teacher_frame(U, W.shape[1])
@@ -153,7 +155,7 @@ def _orthonormal_pair(ax: np.ndarray) -> bool:
 
 
 def importance(params) -> np.ndarray:
-    """|a_j|·sqrt(|w_j|² + b_j²) (DESIGN §2)."""
+    """|a_j|·sqrt(|w_j|² + b_j²) (docs/design.md §2)."""
     return np.abs(params.a) * np.sqrt(np.einsum("ij,ij->i", params.W, params.W) + params.b ** 2)
 
 
@@ -171,7 +173,7 @@ def neuron_geometry(params, U, *, axes=None) -> NeuronGeometry:
     References
     ----------
     Seed paper 003, Figure 2 rows four and five, Figure 14 (importance-weighted histograms);
-    DESIGN §5.
+    docs/design.md §5.
     """
     if not isinstance(params, Params):
         raise TypeError(f"`params` must be a popdyn.Params, got {type(params).__name__}")

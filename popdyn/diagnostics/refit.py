@@ -1,4 +1,4 @@
-"""Refit risk on frozen features (DESIGN §5; seed paper 003, "refit MSE").
+"""Refit risk on frozen features (docs/design.md §5; Kumar (arXiv 2609.39408), "refit MSE").
 
 The first layer (W, b) is frozen; the head a′ and the intercept c′ are refitted.  The features
 are s·σ_j(x) = s·σ(w_j·x + b_j) plus a constant.  The intercept is eliminated exactly
@@ -59,7 +59,7 @@ References
 ----------
 Kumar (arXiv 2609.39408): same-budget refit (Figure 1),
 bounded-head refit (Figure 2), projected-feature refit (Figure 1 row four), equilibrated
-1e−12 eigencutoff solve (Tables 3–4); DESIGN §5 and §6 (Lagrangian dual lower bound).
+1e−12 eigencutoff solve (Tables 3–4); docs/design.md §5 and §6 (Lagrangian dual lower bound).
 """
 from __future__ import annotations
 
@@ -753,7 +753,7 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
     References
     ----------
     Kumar (arXiv 2609.39408), refit MSE definitions
-    (Figures 1, 2; Tables 3–4); DESIGN §5, §6.
+    (Figures 1, 2; Tables 3–4); docs/design.md §5, §6.
     """
     fam = family_of(student)
     kind = check_kind(kind)

@@ -122,7 +122,7 @@ def _hk(k, w=1):
 
 
 def link(name: str):
-    """A teacher link by its popdyn name (DESIGN §2), as atoms."""
+    """A teacher link by its popdyn name (docs/design.md §2), as atoms."""
     name = name.strip()
     if name.startswith("mixture("):
         atoms = []
@@ -255,7 +255,7 @@ def _num_inner(at, mu, tau):
     |w| < 40.  (The former single split at −μ/τ alone sent, for a tiny neuron (τ = 1e−7,
     μ = 0.5: −μ/τ = −5e6), the whole Gaussian mass into a semi-infinite piece whose nodes
     missed it: E[tanh(0.5 + 1e−7 W)] came out ~1e−1341051072608 instead of tanh(0.5),
-    the cause of the soak's 12 "violations" in its tiny-neuron tanh / silu cases, issue 19.)
+    the cause of the soak's 12 "violations" in its tiny-neuron tanh / silu cases.)
     The integrand is scaled to O(1) and the estimated error must be below 10^−(dps−12)
     relative (else ``ArithmeticError``)."""
     f = lambda w: ctx.npdf(w) * _num_eval(at[1], at[2], mu + tau * w)   # noqa: E731

@@ -1,4 +1,4 @@
-"""Degenerate units for the hypothesis strategies of the certified quantities (issue 23).
+"""Degenerate units for the hypothesis strategies of the certified quantities.
 
 ``degenerate(W, b, i, mode)`` rewrites row ``i`` of (W, b) in place:
 

@@ -99,7 +99,7 @@ def test_student_alignment_matches_float_diagnostics():
 
 
 def test_smooth_student_covered():
-    """Smooth students are certified since issue 19 (certify.smooth): rigorous, resolved and
+    """Smooth students are certified (certify.smooth): rigorous, resolved and
     consistent with the float64 diagnostics (references: tests/certify/test_certify_smooth.py)."""
     S = popdyn.Student(d=3, m=2, activation="tanh")
     p = S.init(0, 1.0)

@@ -1,4 +1,4 @@
-"""Gated teachers with ordinary students (issue 19): rigorous loss and refit brackets
+"""Gated teachers with ordinary students: rigorous loss and refit brackets
 (certify.gated; the numerical path of certify.refit._multi_index_problem stays for general
 multi-index teachers and is still checked here).
 
@@ -64,7 +64,7 @@ def test_brackets_not_refused(gate):
         L, info = popdyn.population_loss(S, p, T, full_output=True)
         rf = popdyn.refit_risk(S, p, T)
     res = certify.loss(S, p, T)
-    # rigorous since certify.gated (issue 19, second pass): the float64 value lies within its
+    # rigorous since certify.gated (second pass): the float64 value lies within its
     # stated error (series estimate + rounding floor) of the bracket
     assert res.provenance == "rigorous"
     err = float(info["error"]) + float(info["atol"])

@@ -1,4 +1,4 @@
-"""Rigorous brackets against gated teachers (issue 19, certify.gated).
+"""Rigorous brackets against gated teachers (certify.gated).
 
 * Every stored case of data/refs/gated_refs.json (independent 32-digit mpmath reference,
   data/_precompute/gated_refs.py: Stein's lemma in t and the 2-D Gaussian quadrature of

@@ -1,4 +1,4 @@
-"""Certified population GD iterates (certify.gd, issue 20).
+"""Certified population GD iterates (certify.gd).
 
 References, all outside certify.gd: popdyn's float engine (loss, gradient; finite differences of
 its gradient for the Hessian), an mpmath GD at 50 digits whose gradient is written out here from

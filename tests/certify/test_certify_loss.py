@@ -129,7 +129,7 @@ def test_loss_encloses_reference(k):
         Lf, info = popdyn.population_loss(S, p, T, full_output=True)
     tol = info["error"] + 64 * np.finfo(float).eps * max(abs(Lf), T.second_moment)
     assert res.loss.lo - tol <= Lf <= res.loss.hi + tol
-    # the rtol contract (issue 19): silent only when the estimate is within rtol·|L| + atol,
+    # the rtol contract: silent only when the estimate is within rtol·|L| + atol,
     # and then the value is within it of the certified bracket
     assert bool(wl) == (not info["within_rtol"])
     if not wl:

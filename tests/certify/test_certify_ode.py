@@ -1,4 +1,4 @@
-"""The validated integrator certify.ode against closed-form flows (issue 20): every step's end
+"""The validated integrator certify.ode against closed-form flows: every step's end
 enclosure contains the exact solution; crossing times contain the exact crossing.
 
 x' = −x (x = x0 e^{−t}), logistic x' = x(1 − x) (x = x0 e^t/(1 − x0 + x0 e^t)), the rotation

@@ -1,5 +1,5 @@
 """Rigorous loss and refits of relu / leaky_relu students against smooth teacher networks
-(issue 19, certify.pl_smooth).
+(certify.pl_smooth).
 
 * Every stored case of data/refs/pl_smooth_refs.json (independent 2-D mpmath quadrature at 32
   digits, data/_precompute/pl_smooth_refs.py; float64 inputs stored as hex; tanh, silu, gelu

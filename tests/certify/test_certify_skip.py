@@ -1,4 +1,4 @@
-"""certify.loss for students with a linear skip (issue 18d): L = L_ridge + s Σ a_j E[σ′_j] w_j·v
+"""certify.loss for students with a linear skip: L = L_ridge + s Σ a_j E[σ′_j] w_j·v
 − v·E[y x] + ½|v|² in Arb (certify.skip.skip_loss).
 
 References: data/refs/skip_refs.json (mpmath nested quadrature at 35 digits of the whole loss,

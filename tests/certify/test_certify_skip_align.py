@@ -1,4 +1,4 @@
-"""certify.alignment for students with a linear skip (issue 19; certify.skip.skip_alignment).
+"""certify.alignment for students with a linear skip (certify.skip.skip_alignment).
 
 References: data/refs/skip_align_refs.json -- the AGOP M = s²Σ a_ia_j E[σ′_iσ′_j] w_iw_jᵀ + vvᵀ
 + qvᵀ + vqᵀ and its scores by pure mpmath at 40 digits (relu / leaky relu orthant

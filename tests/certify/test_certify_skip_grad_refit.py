@@ -1,4 +1,4 @@
-"""certify.skip: the certified gradient and refit of students with a linear skip (issue 18).
+"""certify.skip: the certified gradient and refit of students with a linear skip.
 
 References: data/refs/skip_grad_refit_refs.json (data/_precompute/skip_grad_refit_refs.py,
 pure mpmath at 45 digits, inputs as float64 hex): ∂L/∂W, ∂L/∂b by central differences of the

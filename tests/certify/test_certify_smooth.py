@@ -1,4 +1,4 @@
-"""Certified brackets of smooth students (erf, gelu, tanh, silu; issue 19, certify.smooth).
+"""Certified brackets of smooth students (erf, gelu, tanh, silu; certify.smooth).
 
 * Every stored case of data/refs/smooth_refs.json (independent 2-D mpmath quadrature at 32
   digits, data/_precompute/smooth_refs.py; exact float64 inputs stored as hex; duplicated,
@@ -149,7 +149,7 @@ def test_no_refusal_for_smooth_students(act):
 
 
 def test_swiglu_refits_certified_against_reference_loss():
-    """SwiGLU refits (issue 19): the current head is feasible for every kind with a budget
+    """SwiGLU refits: the current head is feasible for every kind with a budget
     ≥ ‖a‖, so each certified lower bound must lie below 2L (MSE) of the independent 2-D
     quadrature reference of data/refs/swiglu_refs.json; the brackets are rigorous, resolved,
     ordered (unrestricted ≤ same_budget ≤ bounded with B < ‖a‖) and contain the float64

@@ -1,4 +1,4 @@
-"""Tiny-neuron tanh / silu cases of the certify soak (issue 19): the soak's 12 "violations"
+"""Tiny-neuron tanh / silu cases of the certify soak: the soak's 12 "violations"
 (seed 19000, cases 39, 75, 76: one neuron of |w| = 1e−7 with bias ±½) were a reference defect.
 
 The reference's inner quadrature (tests/certify/_ref.py, ``inner`` for tanh / silu atoms) split

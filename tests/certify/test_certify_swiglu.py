@@ -106,7 +106,7 @@ def test_loss_and_agop_enclose_the_mpmath_reference():
 
 @pytest.mark.parametrize("gate", ["id", "gelu", "rotation"])
 def test_gated_teachers_get_rigorous_brackets(gate):
-    """Gated teachers: rigorous since issue 19 (certify.swiglu_gated)."""
+    """Gated teachers: rigorous (certify.swiglu_gated)."""
     S, p, T, ref = _case(gate)
     res = certify.loss(S, p, T)
     assert res.provenance == "rigorous"

@@ -1,5 +1,5 @@
-"""Rigorous loss and refit of SwiGLU students against gated teachers (issue 19;
-certify.swiglu_gated, reached through certify.loss / certify.refit_risk).
+"""Rigorous loss and refit of SwiGLU students against gated teachers
+(certify.swiglu_gated, reached through certify.loss / certify.refit_risk).
 
 References: data/refs/swiglu_gated_refs.json -- direct 2-D Gaussian integrals by mpmath at 40
 digits (no Stein identity, no Hermite series; checked at 48 digits with a finer rule), inputs as

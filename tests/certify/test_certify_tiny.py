@@ -1,10 +1,10 @@
-"""Certified brackets at tiny, nearly constant units (issue 23).
+"""Certified brackets at tiny, nearly constant units.
 
 Units with |w| from 1e−12 to 1e−3 beside biases of order one are affine to within
 e^(−(|b|/|w|)²/2): a refit that uses them has coefficients ~1/|w| and its risk is a large
 cancellation, so every radius of the moment enclosures matters.  Checked here:
 
-* the case of issue 23, pinned, against two independent references: the 50-digit reference
+* the reported case, pinned, against two independent references: the 50-digit reference
   of data/refs/tiny_refs.json (tests/certify/_ref.py) and a closed form computed live below (the
   tiny units are affine; the relu teacher's moments are the arc-cosine kernel).  Both give
   0.38275363006463893604…; the value 0.38275363189386672… quoted in the issue (a 32-digit

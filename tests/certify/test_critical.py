@@ -1,4 +1,4 @@
-"""Certified critical points of the bias-free relu population loss (certify.critical, issue 21).
+"""Certified critical points of the bias-free relu population loss (certify.critical).
 
 References, all outside certify.critical: an mpmath quadrature at 40 digits of the d = 2 loss
 (L = ½E[h²] = (1/2π)∫₀^{2π} h(cos φ, sin φ)² dφ for a degree-1 homogeneous residual h, since

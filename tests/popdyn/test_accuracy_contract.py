@@ -1,4 +1,4 @@
-"""The float engine's ``rtol`` as a contract (issue 19; :mod:`popdyn.accuracy`).
+"""The float engine's ``rtol`` as a contract (:mod:`popdyn.accuracy`).
 
 Against the independent mpmath references of tests/ (data/refs/smooth_refs.json: 2-D mpmath
 quadrature at 32 digits, inputs stored as float hex; data/refs/swiglu_refs.json: 30-digit
@@ -73,7 +73,7 @@ def test_smooth_loss_and_agop_contract(case):
             assert info["within_rtol"]
         if rtol in (1e-10, 1e-12):
             # the default and 1e−12 are met outright (no warning needed): the gelu / silu /
-            # tanh AGOPs were up to 5.9e−10 off at rtol 1e−10 before issue 19
+            # tanh AGOPs up to 5.9e−10 off at rtol 1e−10 would fail here
             assert not wa and err <= rtol * float(lam[0]), (case["name"], rtol, err)
             assert err <= info["error"] * 1.0000001    # the stated estimate covers the error
         if rtol not in LOSS_RTOLS.get(case["name"], (1e-10, 1e-12)):

@@ -1,5 +1,5 @@
-"""AGOP M = E[∇f ∇fᵀ] = s²Wᵀ(aaᵀ∘B)W (DESIGN §3, §5) against the 30-digit mpmath references of
-data/_precompute/diagnostics_refs.py (2-D Gaussian integrals with exact inner conditional
+"""AGOP M = E[∇f ∇fᵀ] = s²Wᵀ(aaᵀ∘B)W (docs/design.md §3, §5) against the 30-digit mpmath references
+of data/_precompute/diagnostics_refs.py (2-D Gaussian integrals with exact inner conditional
 expectations and kink-split tanh–sinh outer quadrature; no popdyn code), including
 rank-deficient features (duplicated and antiparallel neurons, zero neurons), and its properties."""
 import numpy as np

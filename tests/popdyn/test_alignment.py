@@ -1,5 +1,5 @@
-"""AGOP alignment scores (DESIGN §5) against hand-built matrices with known principal angles and
-against scipy.linalg.subspace_angles."""
+"""AGOP alignment scores (docs/design.md §5) against hand-built matrices with known principal angles
+and against scipy.linalg.subspace_angles."""
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -37,7 +37,8 @@ def test_known_principal_angles():
 
 def test_leading_direction_outside():
     """Strong leading alignment can coexist with weak recovery of the weakest direction
-    (seed paper, Figure 22); and a leading eigenvector orthogonal to U gives A_top = 0."""
+    (Kumar (arXiv 2609.39408), Figure 22); and a leading eigenvector orthogonal to U gives A_top =
+    0."""
     V = _rot(0.0, np.pi / 2)
     M = V.T @ np.diag([3.0, 2.0, 1.0, 0.1, 0.1, 0.1]) @ V
     al = alignment(M, np.eye(6)[:2])

@@ -1,4 +1,4 @@
-"""The bias-free fast path (popdyn._kernels.arccos, issue 22) against the general PL kernels
+"""The bias-free fast path (popdyn._kernels.arccos) against the general PL kernels
 and against the independent mpmath reference tests/_mpref.py.
 
 * hypothesis: random bias-free sets (relu and leaky relu, duplicated, antiparallel, scaled and

@@ -1,7 +1,7 @@
 """What a new user meets at the command line and in a store: version and help, one-line errors
 for bad store paths and scheduler addresses, no store folder for bad input, the wording of an
 interrupted run, file modes, progress on non-terminal streams, the compile notice, and the
-table / show output (issue 16; "no store folder for a config that fails validation" is in
+table / show output ("no store folder for a config that fails validation" is in
 test_sweep_store.py::test_bad_configs)."""
 import io
 import os

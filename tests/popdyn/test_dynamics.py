@@ -1,4 +1,4 @@
-"""Integrators: clocks, stopping rules, snapshots, divergence, determinism (DESIGN §4)."""
+"""Integrators: clocks, stopping rules, snapshots, divergence, determinism (docs/design.md §4)."""
 import numpy as np
 import pytest
 

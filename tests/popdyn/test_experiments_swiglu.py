@@ -169,7 +169,7 @@ def test_swiglu_store_contents(swiglu_store):
             c = rec["certified"][name]
             assert c["a_min"]["lo"] <= c["a_min"]["hi"] and "loss" in c
             # certified SwiGLU refits are recorded (rigorous against the polynomial link and,
-            # since issue 19, the gated teacher: certify.swiglu_gated) and contain the float
+            # and, for the gated teacher, certify.swiglu_gated) and contain the float
             # refit of the checkpoint
             br = c["refit_unrestricted"]
             assert "refit_unrestricted_error" not in c

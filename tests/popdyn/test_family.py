@@ -1,4 +1,4 @@
-"""The student-family protocol (issue 18): every registered family implements it, students
+"""The student-family protocol: every registered family implements it, students
 carry their family, and no generic module dispatches on module names or parameter attributes."""
 import os
 import re
@@ -43,7 +43,7 @@ def test_family_errors_name_the_choices():
         family.family_of("relu")
 
 
-#: the dispatch patterns the protocol replaced (issue 18); a family's own modules may still
+#: the dispatch patterns the protocol replaced; a family's own modules may still
 #: check their input types (``isinstance(student, SwiGLUStudent)`` in swiglu.py)
 FORBIDDEN = [r"__name__\.endswith\(", r"hasattr\(p(arams)?, \"G\"\)",
              r"getattr\(student, \"activation\"[^)]*\) == \"swiglu\"", r"_extension\("]
@@ -72,7 +72,7 @@ def test_no_dispatch_on_module_names_or_attributes(pkg):
     assert not hits, hits
 
 
-#: teacher dispatch the teacher protocol replaced (issue 18): the engine, families and
+#: teacher dispatch the teacher protocol replaced: the engine, families and
 #: diagnostics ask a teacher (``units``, ``cross``, ``hermite_terms``, ``ridge``), never its kind
 #: string, and never write a cache into it
 TEACHER_FORBIDDEN = [r"\bteacher\.kind\b", r"\bT\.kind\b", r"kind == \"multi_index\"",
@@ -82,7 +82,7 @@ TEACHER_FORBIDDEN = [r"\bteacher\.kind\b", r"\bT\.kind\b", r"kind == \"multi_ind
 
 @pytest.mark.parametrize("pkg", ["popdyn", "certify"])
 def test_no_dispatch_on_teacher_kinds(pkg):
-    """popdyn and certify (issue 18d) ask a teacher through its protocol or its class."""
+    """popdyn and certify ask a teacher through its protocol or its class."""
     hits = []
     for root, _, files in os.walk(os.path.join(ROOT, pkg)):
         for f in files:

@@ -1,4 +1,4 @@
-"""popdyn.finite: finite-sample training of the population engine's students (DESIGN §4)."""
+"""popdyn.finite: finite-sample training of the population engine's students (docs/design.md §4)."""
 import numpy as np
 import pytest
 

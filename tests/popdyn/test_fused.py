@@ -101,7 +101,7 @@ def test_fused_equals_general_path(tname, seed, scale, degenerate, act, bias, in
     params = popdyn.Params(a, W, b if bias else np.zeros(m), 0.37 if intercept else 0.0)
     L0, g0 = loss_and_grad(student, params, teacher)
     L1, g1, _ = _fused(student, teacher).evaluate(params)
-    # one path (issue 18): the engine evaluates these pairs with the fused kernel's moments
+    # one path: the engine evaluates these pairs with the fused kernel's moments
     # (popdyn._kernels.fused.pl_moments) and assembly (ridge_loss, ridge_grad): bit for bit
     assert np.float64(L0).tobytes() == np.float64(L1).tobytes()
     for x, y in ((g0.a, g1.a), (g0.W, g1.W), (g0.b, g1.b), (g0.c, g1.c)):

@@ -1,5 +1,5 @@
 """popdyn.gauge: reaction–transport decomposition, gauge, invariants, specialization times,
-sweeps and ownership (DESIGN §7; gauge seed paper = third abstract of seeds/000_785eb18d2f81c56d.txt).
+sweeps and ownership (docs/design.md §7; the feature-ownership paper).
 
 The decomposition identities are tested against quantities recomputed here from
 :func:`popdyn.population_grad` alone (an evaluation independent of the decomposition's own
@@ -329,7 +329,8 @@ def test_specialization_times_snapshot_rule():
 
 
 def test_sweep_reproduces_design_regimes():
-    """DESIGN §7: Θ(D²) at large imbalance (slope 2.00), Θ(D) at small init, T_fav ≈ const/D."""
+    """docs/design.md §7: Θ(D²) at large imbalance (slope 2.00), Θ(D) at small init, T_fav ≈
+    const/D."""
     sw = gauge.gauge_sweep("ratio", [20.0, 40.0, 80.0], c0=1.0, d=10, thresholds=[0.5])
     for s in sw.slopes[0]:
         assert abs(s.estimate - 2.0) < 0.02 and s.lo <= s.estimate <= s.hi
@@ -438,7 +439,7 @@ def test_decomposition_against_mpmath_reference(case):
     dec = gauge.decompose(student, p, teacher)
     rows, gn2, gc = _mp_decomposition(case, bias, intercept)
     for j, r in enumerate(rows):
-        assert abs(float(r["euler"])) < 1e-30            # θ·H = G at 40 digits (DESIGN §7)
+        assert abs(float(r["euler"])) < 1e-30            # θ·H = G at 40 digits (docs/design.md §7)
         assert dec.G[j] == pytest.approx(float(r["G"]), rel=1e-13, abs=1e-15)
         assert dec.c_dot[j] == pytest.approx(float(r["cdot"]), rel=1e-13, abs=1e-15)
         assert dec.reaction[j] == pytest.approx(float(r["reaction"]), rel=1e-12, abs=1e-16)

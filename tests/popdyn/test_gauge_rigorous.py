@@ -1,11 +1,12 @@
-"""Rigorous specialization times of the reduced single-neuron flow (issue 20) against an
+"""Rigorous specialization times of the reduced single-neuron flow against an
 independent 30-digit reference.
 
 The reference (data/_precompute/gauge_time_refs.py: ``ref_field``, ``ref_time``) integrates the
 *unreduced* gradient flow of the bias-free single neuron in the plane of (u, θ0): state
 (a, w1, w2), loss L = ½E[(a relu(w·x) − relu(u·x))²] with E[relu(w·x)²] = |w|²/2,
 E[relu(w·x) relu(u·x)] = (|w| sin φ + (π − φ) w1)/(2π) and its gradient
-((π − φ) u + sin φ ŵ)/(2π) (arc-cosine kernel; gauge seed paper, DESIGN §7), by mpmath.odefun at
+((π − φ) u + sin φ ŵ)/(2π) (arc-cosine kernel; the feature-ownership paper, docs/design.md §7), by
+mpmath.odefun at
 30 digits, and finds cos(w, u) = τ by root finding on its dense solution — it calls no popdyn /
 certify code.  Its times for the exact float64 inputs of these tests are precomputed into
 data/refs/gauge_time_refs.json (inputs as hex, times exact); inputs not stored there (e.g.

@@ -1,11 +1,11 @@
 """Rigorous specialization times of the stiff opposite gauges (the verified slow-manifold tube of
-popdyn.gauge._slow; issue 20) against an independent reference.
+popdyn.gauge._slow) against an independent reference.
 
 The reference integrates the *unreduced* gradient flow of the bias-free single neuron in the
 plane of (u, θ0) — state (a, w1, w2), L = ½E[(a relu(w·x) − relu(u·x))²] with the arc-cosine
 closed forms E[relu(w·x)²] = |w|²/2, E[relu(w·x) relu(u·x)] = (|w| sin φ + (π − φ) w1)/(2π)
-and its gradient ((π − φ) u + sin φ ŵ)/(2π) (DESIGN §7) — by scipy's Radau (implicit, for the
-stiff opposite gauges) at rtol 1e−13, the crossing cos(w, u) = τ located by its event finder.
+and its gradient ((π − φ) u + sin φ ŵ)/(2π) (docs/design.md §7) — by scipy's Radau (implicit, for
+the stiff opposite gauges) at rtol 1e−13, the crossing cos(w, u) = τ located by its event finder.
 It calls no popdyn / certify code.  Its own error is estimated by the change from rtol 1e−12
 to 1e−13, and the bracket must contain it up to 10× that change plus 1e−11 relative."""
 import math

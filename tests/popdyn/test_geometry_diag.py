@@ -1,4 +1,5 @@
-"""Neuron geometry (DESIGN §5; seed paper 003 Figures 1, 2, 14): angles to the teacher subspace and
+"""Neuron geometry (docs/design.md §5; Kumar (arXiv 2609.39408) Figures 1, 2, 14): angles to the
+teacher subspace and
 to the nearest teacher axis, importance, 5° histograms and the snapping rule of the projected refit."""
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """Hermite coefficients of single units and Mehler sums (popdyn._hermite, popdyn._kernels.*).
 
 References are independent of popdyn:
-* mpmath at 30 digits evaluated here (closed forms of DESIGN §3 with mpmath's own normal
+* mpmath at 30 digits evaluated here (closed forms of docs/design.md §3 with mpmath's own normal
   pdf/cdf and an mpmath Hermite recurrence; ``mpmath.quad`` split at the kink; 1-D Gaussian
   integrals by a composite Gauss-Legendre rule built from mpmath's nodes; textbook Gaussian
   smoothing identities E[erf(mu + tau Z)] = erf(mu/sqrt(1 + 2 tau^2)) and
@@ -60,7 +60,7 @@ def mp_act(name, t, d=0):
 
 
 def mp_pl_coeffs(p, q, al, be, N):
-    """DESIGN §3 closed form, unnormalized He_k by its mpmath recurrence, / sqrt(k!)."""
+    """docs/design.md §3 closed form, unnormalized He_k by its mpmath recurrence, / sqrt(k!)."""
     al, be, p, q = (mp.mpf(v) for v in (al, be, p, q))
     S, D, D2 = ([mp.mpf(0)] * (N + 1) for _ in range(3))
     if al == 0:
@@ -123,7 +123,8 @@ def mp_gauss(f, scale, L=12, window=None):
 
 
 def mp_relu_pair(ai, bi, aj, bj, rho):
-    """DESIGN §3 closed form of E[relu(ai Z1 + bi) relu(aj Z2 + bj)], Phi_2 by mpmath.quad."""
+    """docs/design.md §3 closed form of E[relu(ai Z1 + bi) relu(aj Z2 + bj)], Phi_2 by
+    mpmath.quad."""
     ai, bi, aj, bj, rho = (mp.mpf(v) for v in (ai, bi, aj, bj, rho))
     h, k = bi / ai, bj / aj
     s = mp.sqrt(1 - rho * rho)

@@ -1,4 +1,4 @@
-"""popdyn.landscape (issue 21): the exact population Hessian of bias-free relu / leaky-relu
+"""popdyn.landscape: the exact population Hessian of bias-free relu / leaky-relu
 students (with and without the learned skip), reduced coordinates, the critical-point finder and
 the classifier.
 

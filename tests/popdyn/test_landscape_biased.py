@@ -1,4 +1,4 @@
-"""popdyn.landscape for relu / leaky-relu students WITH biases (issue 21; popdyn/landscape/_biased.py,
+"""popdyn.landscape for relu / leaky-relu students WITH biases (popdyn/landscape/_biased.py,
 formulas B-1..B-10).
 
 References: data/refs/landscape_biased_refs.json (data/_precompute/landscape_biased_refs.py:

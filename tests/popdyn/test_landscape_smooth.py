@@ -1,4 +1,4 @@
-"""Exact Hessian of smooth-activation students (popdyn.landscape._smooth; issue 21).
+"""Exact Hessian of smooth-activation students (popdyn.landscape._smooth).
 
 * against the independent mpmath reference data/refs/landscape_smooth_refs.json (2-D
   Gauss–Legendre quadrature in each pair frame of E[∇f∇fᵀ] + E[(f − y)∇²f], no Stein identity,

@@ -1,4 +1,4 @@
-"""popdyn.learnability (issue 21; seed 004, second abstract): the end-state classifier on
+"""popdyn.learnability (seed 004, second abstract): the end-state classifier on
 hand-built states, the Clopper–Pearson interval against scipy's exact binomial interval and its
 coverage computed from the binomial law, the teachers' declared geometry, determinism, the
 census log, and the input errors."""

@@ -1,7 +1,7 @@
 """Tests of popdyn.links against independent mpmath references written here.
 
-References: every link is re-defined below in mpmath (``DEFS``) from its DESIGN §2 meaning, and
-means, second moments, derivative energies and the first Hermite coefficients are recomputed at
+References: every link is re-defined below in mpmath (``DEFS``) from its docs/design.md §2 meaning,
+and means, second moments, derivative energies and the first Hermite coefficients are recomputed at
 30 digits by composite Gauss–Legendre quadrature (48 nodes per unit panel on [−16, 16], kinks on
 panel ends; itself checked against ``mpmath.quad`` in ``test_reference_rule``) — a method
 independent of the library's (closed forms, Hermite-function trapezoid tables, tanh-sinh for
@@ -63,7 +63,7 @@ def _damped(a):
             lambda z: (3 * z * z - a * z ** 4) * mp.exp(-a * z * z / 2))
 
 
-# name -> (g, g', p, q): independent definitions of DESIGN §2
+# name -> (g, g', p, q): independent definitions of docs/design.md §2
 DEFS = {
     **{f"h{k}": ((lambda z, k=k: _h(k, z)),
                  (lambda z, k=k: _He(k - 1, z) * k / mp.sqrt(mp.factorial(k))),

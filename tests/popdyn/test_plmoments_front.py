@@ -125,7 +125,7 @@ def test_batched_equals_pairwise_on_degenerate_states(seed, kind):
 
 
 def test_antiparallel_units_sharing_a_kink_line():
-    """Regression (found by the biased-Hessian work of issue 21): two nearly antiparallel relu
+    """Regression: two nearly antiparallel relu
     units whose kink lines coincide (w_2 = −w_1 + ε, b_2 = −b_1) made ``pl_self_moments`` raise
     ZeroDivisionError for about 30% of perturbations ε of 1e−12 to 1e−8.  The loss and gradient
     must be finite there and continuous in ε (L is C¹; |L(ε) − L(0)| ≤ |∇L|·|ε| + rounding)."""

@@ -1,5 +1,5 @@
-"""Diagnostics recorded along a run (DESIGN §4–5): the recorder for popdyn.train, diagnose, series,
-at_update; and the plateau helpers added for the seed paper's cohort rules."""
+"""Diagnostics recorded along a run (docs/design.md §4–5): the recorder for popdyn.train, diagnose,
+series, at_update; and the plateau helpers added for the central paper's cohort rules."""
 import importlib
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Frozen-feature refit risks (DESIGN §5): the solvers on synthetic Gram matrices against
+"""Frozen-feature refit risks (docs/design.md §5): the solvers on synthetic Gram matrices against
 brute force (dense multiplier scans, scipy.optimize, least squares on the data matrix), their
 properties (hypothesis), and popdyn.diagnostics.refit_risk against the 30-digit mpmath references
 of data/_precompute/diagnostics_refs.py."""

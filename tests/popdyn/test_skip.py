@@ -1,4 +1,4 @@
-"""The skip student family (issue 18): f(x) = s Σ a_j σ(w_j·x + b_j) + v·x + c.
+"""The skip student family: f(x) = s Σ a_j σ(w_j·x + b_j) + v·x + c.
 
 References: data/refs/skip_refs.json (mpmath nested quadrature at 35 digits, inputs as float64
 hex; data/_precompute/skip_refs.py) for the loss and ∂L/∂v; finite differences of the exact

@@ -1,7 +1,7 @@
 """proofs_checks: the framework (verdicts, decision rules, registry, CLI) and the first checks.
 
 ``popdyn check --all --quick`` runs here through :func:`proofs_checks.cli.main`.  Its time budget
-(under two minutes on two cores, issue 5) is measured by benchmarks/bench_checks.py, not here:
+(under two minutes on two cores) is measured by benchmarks/bench_checks.py, not here:
 a timed test fails on a loaded machine and passes on a fast one.
 """
 import io
@@ -76,14 +76,14 @@ def test_all_quick_verdicts(all_quick):
     by = {d["name"]: d["verdict"] for d in doc}
     for name in EXPECTED:
         assert by[name]["verdict"] == "pass", by[name]
-    assert by["skip_spurious_minima"]["verdict"] == "pass"          # issue 21 (a), rigorous
+    assert by["skip_spurious_minima"]["verdict"] == "pass"          # rigorous
     assert by["skip_spurious_minima"]["provenance"] == "rigorous"
     gs = {p["name"]: p for p in by["gauge_separation"]["parts"]}
     assert gs["ratio/small-init"]["role"] == "control"
     assert gs["scaling/large"]["role"] == "control"
     assert gs["ratio/small-init"]["verdict"] == "fail"   # Θ(D), not Θ(D²): reported honestly
     assert gs["ratio/large-imbalance"]["role"] == "claim"
-    # issue 20: every claim regime is decided on rigorous brackets (the stiff opposite gauges
+    # every claim regime is decided on rigorous brackets (the stiff opposite gauges
     # through the verified slow-manifold tube), every time bracket behind it tagged rigorous
     for name in ("scaling/small-init", "ratio/large-imbalance"):
         assert gs[name]["provenance"] == "rigorous", gs[name]["provenance"]
@@ -96,7 +96,7 @@ def test_all_quick_verdicts(all_quick):
 
 
 def test_quick_direction_count_and_teacher_span(all_quick):
-    """direction_count and teacher_span (proofs_checks.landscape_checks, issue 21) on their tiny
+    """direction_count and teacher_span (proofs_checks.landscape_checks) on their tiny
     quick census (teacher pair_acute, k = 2, one start; settings checked), read from the
     ``--all --quick`` run instead of running the two checks a second time."""
     from proofs_checks import landscape_checks as lc

@@ -1,4 +1,4 @@
-"""proofs_checks.landscape_checks (issue 21): decision logic of skip_benign on a tiny census
+"""proofs_checks.landscape_checks: decision logic of skip_benign on a tiny census
 (teacher pair_acute, k = 2, widths 2..4, one or two starts).  direction_count and teacher_span on
 their quick census are checked in test_checks.py, from the ``--all --quick`` run."""
 from types import SimpleNamespace

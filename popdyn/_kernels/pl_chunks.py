@@ -1,0 +1,212 @@
+"""Pair moments of two sets of PL units: chunking, dispatch and the public entry points.
+
+:func:`pl_pair_moments` (two sets) and :func:`pl_self_moments` (one set with itself, pairs
+i ≤ j) dispatch bias-free sets to the arc-cosine closed forms of
+:mod:`popdyn._kernels.arccos` and otherwise cut the pair list into chunks of
+:data:`popdyn._kernels.pl_front._CHUNK` pairs (:func:`_chunk_index`), evaluate each chunk with
+:func:`popdyn._kernels.pl_batch._moments_list` and scatter the results into the m1×m2 outputs
+(:func:`_moments_chunked`; for one set the lower triangles by a tiled transpose,
+:func:`_fill_lower`).  The ``*_units`` entries take the canonical forms of
+:func:`popdyn._kernels.pl_pair.pl_units`, the ``*_ws`` entries the caller's scratch.
+"""
+import numpy as np
+
+from . import arccos as _ac
+from ._jit import jit
+from .pl_batch import _list_scratch, _moments_list
+from .pl_front import _CHUNK, _unit_array
+from .pl_pair import pl_units
+from .pl_ramps import ATOL, MAXINT, QTOL, RTOL
+
+
+@jit
+def _chunk_index(R, OMR, OPR, i, j, i0, i1, j0, j1, upper, I, J, RHO, OM, OP, DG):
+    """The next at most :data:`pl_front._CHUNK` pairs of the block of units i0 ≤ i < i1,
+    j0 ≤ j < j1 from the pair (i, j) on, row by row (with ``upper``, one set with itself and
+    i0 = j0, the pairs i ≤ j, the diagonal as ρ = 1 exactly, 1 − ρ = 0, 1 + ρ = 2), written
+    into I, J (unit indices), RHO, OM, OP, DG; R, OMR, OPR hold the block's geometry (entry
+    (i − i0, j − j0)).
+    Returns (n, i, j): their number and the pair after them (i = i1 at the end)."""
+    n = 0
+    while i < i1 and n < _CHUNK:
+        I[n] = i
+        J[n] = j
+        if upper and i == j:
+            DG[n] = True
+            RHO[n], OM[n], OP[n] = 1.0, 0.0, 2.0
+        else:
+            DG[n] = False
+            RHO[n], OM[n], OP[n] = R[i - i0, j - j0], OMR[i - i0, j - j0], OPR[i - i0, j - j0]
+        n += 1
+        j += 1
+        if j == j1:
+            i += 1
+            j = i if upper else j0
+    return n, i, j
+
+
+@jit
+def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
+                     rtol, atol, qtol, maxint, C, B, A, D, AL, DL, WS, WI, WB):
+    """C, B, A, D of the pairs of :func:`_chunk_index` (``upper``: one set with itself, pairs
+    i ≤ j, C_ji = C_ij etc. filled from the same evaluation) by :func:`pl_batch._moments_list` on
+    consecutive chunks of :data:`pl_front._CHUNK` pairs, each scattered into the outputs at once:
+    the pair list and the per-pair results never exist for all pairs.  Identical results: the
+    evaluations act pair by pair.  The scratch (AL, DL: m1×m2, read only with ``upper``; WS, WI, WB
+    of :func:`pl_batch._list_scratch`) is the caller's, so that a GD loop allocates it once
+    (:func:`popdyn._kernels.fused.workspace`).
+
+    With ``upper`` the chunks write the upper triangles only (rows, contiguous), A_ji and D_ji
+    into the upper triangles of AL and DL at (i, j); the lower triangles are then
+    filled by a tiled transpose (:func:`_fill_lower`) rather than down the columns chunk by
+    chunk (one cache line per row and array)."""
+    m1 = al1.shape[0]
+    m2 = al2.shape[0]
+    if m1 == 0 or m2 == 0:
+        return
+    UA1 = _unit_array(U1, p1, q1, al1, be1)
+    UA2 = _unit_array(U2, p2, q2, al2, be2)
+    I = np.empty(_CHUNK, np.int64)
+    J = np.empty(_CHUNK, np.int64)
+    RHO = np.empty(_CHUNK)
+    OM = np.empty(_CHUNK)
+    OP = np.empty(_CHUNK)
+    DG = np.empty(_CHUNK, np.bool_)
+    out = np.empty((_CHUNK, 6))
+    i = 0
+    j = 0
+    while i < m1:
+        n, i, j = _chunk_index(R, OMR, OPR, i, j, 0, m1, 0, m2, upper, I, J, RHO, OM, OP, DG)
+        _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
+                      RHO[:n], OM[:n], OP[:n], DG[:n], rtol, atol, qtol, maxint, out[:n],
+                      WS, WI, WB)
+        for k in range(n):
+            ii = I[k]
+            jj = J[k]
+            C[ii, jj] = out[k, 0]
+            B[ii, jj] = out[k, 1]
+            A[ii, jj] = out[k, 2]
+            D[ii, jj] = out[k, 4]
+        if upper:
+            for k in range(n):
+                ii = I[k]
+                jj = J[k]
+                AL[ii, jj] = out[k, 3]
+                DL[ii, jj] = out[k, 5]
+    if upper:
+        _fill_lower(C, B, A, D, AL, DL)
+
+
+#: tile of the transpose of :func:`_fill_lower` (4 arrays × 2 tiles of 32² doubles: 64 KiB)
+_TT = 32
+
+
+@jit
+def _fill_lower(C, B, A, D, AL, DL):
+    """The lower triangles (j > i) of :func:`_moments_chunked`'s outputs for one set with
+    itself: C_ji = C_ij, B_ji = B_ij, A_ji = AL_ij, D_ji = DL_ij, tile by tile (:data:`_TT`)."""
+    m = C.shape[0]
+    for i0 in range(0, m, _TT):
+        i1 = min(i0 + _TT, m)
+        for j0 in range(i0, m, _TT):
+            j1 = min(j0 + _TT, m)
+            for i in range(i0, i1):
+                for j in range(max(j0, i + 1), j1):
+                    C[j, i] = C[i, j]
+                    B[j, i] = B[i, j]
+                    A[j, i] = AL[i, j]
+                    D[j, i] = DL[i, j]
+
+
+@jit
+def pl_pair_moments(p1, q1, al1, be1, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                    rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
+    """Pair moments of two sets of PL units: fills the m1×m2 arrays C, B, A, D.
+
+    Parameters
+    ----------
+    p1, q1, al1, be1 : (m1,) float64
+        Set 1: σ = p relu + q id, α = |w| ≥ 0, β = b.
+    p2, q2, al2, be2 : (m2,) float64
+        Set 2.
+    R, OMR, OPR : (m1, m2) float64
+        ρ = θᵢ·θⱼ, 1 − ρ and 1 + ρ (the last two computed without cancellation, e.g. as
+        ½|θᵢ − θⱼ|², ½|θᵢ + θⱼ|²).  Ignored where αᵢ = 0 or αⱼ = 0.
+    C, B, A, D : (m1, m2) float64
+        Outputs: E[σᵢσⱼ], E[σ'ᵢσ'ⱼ], E[αᵢσ''ᵢσⱼ], E[σ'ᵢσⱼ].
+    rtol, atol : float
+        Error targets of the closed forms (relative, and absolute in units of the product of
+        the two units' RMS sizes); entries whose estimated error exceeds them are recomputed
+        by adaptive quadrature.
+    qtol, maxint : float, int
+        Relative tolerance and interval cap of that quadrature.
+    """
+    pl_pair_moments_units(pl_units(p1, q1, al1, be1), p1, q1, al1, be1,
+                          pl_units(p2, q2, al2, be2), p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                          rtol, atol, qtol, maxint)
+
+
+@jit
+def pl_pair_moments_units(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                          rtol, atol, qtol, maxint):
+    """:func:`pl_pair_moments` given the canonical forms U1, U2 of the two sets
+    (:func:`pl_pair.pl_units`).  Bias-free sets (every β = 0, every α > 0): the arc-cosine closed
+    forms of :mod:`popdyn._kernels.arccos`."""
+    if _ac.bias_free(be1, al1, be2, al2):
+        _ac.pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D)
+        return
+    WS, WI, WB = _list_scratch()
+    pl_pair_moments_ws(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                       rtol, atol, qtol, maxint, WS, WI, WB)
+
+
+@jit
+def pl_pair_moments_ws(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, C, B, A, D,
+                       rtol, atol, qtol, maxint, WS, WI, WB):
+    """:func:`pl_pair_moments_units` with the caller's scratch WS, WI, WB
+    (:func:`pl_batch._list_scratch`)."""
+    if _ac.bias_free(be1, al1, be2, al2):
+        _ac.pair_moments(p1, q1, al1, p2, q2, al2, R, OMR, OPR, C, B, A, D)
+        return
+    E = np.empty((0, 0))
+    _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, False,
+                     rtol, atol, qtol, maxint, C, B, A, D, E, E, WS, WI, WB)
+
+
+@jit
+def pl_self_moments(p, q, al, be, R, OMR, OPR, C, B, A, D,
+                    rtol=RTOL, atol=ATOL, qtol=QTOL, maxint=MAXINT):
+    """Pair moments of one set of PL units with itself: fills the m×m arrays C, B, A, D.
+
+    Same conventions as :func:`pl_pair_moments`; one evaluation per unordered pair (one Φ₂
+    call) fills C_ij = C_ji, B_ij = B_ji, A_ij, A_ji, D_ij, D_ji.  The diagonal uses ρ = 1
+    exactly (and A_ii = 0: σᵢ(0) = 0); only the upper triangle (i < j) of R, OMR, OPR is read.
+    """
+    pl_self_moments_units(pl_units(p, q, al, be), p, q, al, be, R, OMR, OPR, C, B, A, D,
+                          rtol, atol, qtol, maxint)
+
+
+@jit
+def pl_self_moments_units(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint):
+    """:func:`pl_self_moments` given the units' canonical forms U (:func:`pl_pair.pl_units`).
+    Bias-free sets (every β = 0, every α > 0): the arc-cosine closed forms of
+    :mod:`popdyn._kernels.arccos`."""
+    if _ac.bias_free(be, al, be, al):
+        _ac.self_moments(p, q, al, R, OMR, OPR, C, B, A, D)
+        return
+    m = al.shape[0]
+    WS, WI, WB = _list_scratch()
+    pl_self_moments_ws(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint,
+                       np.empty((m, m)), np.empty((m, m)), WS, WI, WB)
+
+
+@jit
+def pl_self_moments_ws(U, p, q, al, be, R, OMR, OPR, C, B, A, D, rtol, atol, qtol, maxint,
+                       AL, DL, WS, WI, WB):
+    """:func:`pl_self_moments_units` with the caller's scratch: AL, DL (m×m) and WS, WI, WB
+    (:func:`pl_batch._list_scratch`)."""
+    if _ac.bias_free(be, al, be, al):
+        _ac.self_moments(p, q, al, R, OMR, OPR, C, B, A, D)
+        return
+    _moments_chunked(U, p, q, al, be, U, p, q, al, be, R, OMR, OPR, True,
+                     rtol, atol, qtol, maxint, C, B, A, D, AL, DL, WS, WI, WB)
