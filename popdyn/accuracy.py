@@ -12,8 +12,9 @@ estimate at the requested ``rtol`` is larger, the series tolerance is tightened 
 down to :data:`RTOL_FLOOR`) and the quantity recomputed; if the floor or the Hermite order cap
 (:data:`ORDER_CAP`) is reached and the estimate still exceeds the requested accuracy, the value
 is returned with an :class:`AccuracyWarning` naming the cap that was hit, the estimate and what
-to do (``certify`` gives rigorous brackets).  The refinement is bounded: at most :data:`MAX_STEPS`
-steps and :data:`MAX_SECONDS` seconds of wall time per call (the warning names the cap hit).
+to do (``certify`` gives rigorous brackets).  The refinement is bounded by work, never by wall
+time, so a result does not depend on the machine's speed or load: at most :data:`MAX_STEPS`
+steps per call, each at most the Hermite order cap (the warning names the cap hit).
 The estimates are those of the engine: for the loss the propagated series tails and rounding
 (``full_output``'s ``"error"``); for the gradient the same estimates of its moments propagated
 entrywise through its formulas (:func:`popdyn.population_grad`); for the AGOP
@@ -37,9 +38,6 @@ ORDER_CAP = 4096
 STEP = 100.0
 #: the most refinement steps (recomputations after the first evaluation) of one call
 MAX_STEPS = 8
-#: the wall-clock budget of the refinement of one call, in seconds: no further refinement step
-#: starts after it (the value reached is returned, with the warning naming this cap)
-MAX_SECONDS = 20.0
 _U = 2.0 ** -53
 
 
@@ -92,14 +90,12 @@ def warn(what: str, error: float, target: float, rtol: float, cap: str, advice: 
         AccuracyWarning, stacklevel=stacklevel)
 
 
-def budget_cap(steps: int, t0: float) -> str | None:
-    """The name of the refinement cap reached after ``steps`` refinement steps begun at
-    ``time.perf_counter()`` = ``t0`` (:data:`MAX_STEPS`, :data:`MAX_SECONDS`), or None."""
-    import time
+def budget_cap(steps: int) -> str | None:
+    """The name of the refinement cap reached after ``steps`` refinement steps
+    (:data:`MAX_STEPS`), or None.  The cap counts work, not time: the same call gives the same
+    bits on a loaded machine."""
     if steps >= MAX_STEPS:
         return f"the refinement step cap {MAX_STEPS} was reached"
-    if time.perf_counter() - t0 > MAX_SECONDS:
-        return f"the refinement time cap {MAX_SECONDS:g} s was reached"
     return None
 
 

@@ -25,7 +25,6 @@ Kumar (arXiv 2609.39408), population objective; docs/design.md §3.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -76,9 +75,9 @@ def population_loss(student: AnyStudent, params: P, teacher: Teacher, *, rtol: f
         estimated error is at most ``rtol·|L| + atol`` (``atol``: the float64 rounding floor
         8(n + 2)u times the size of the loss's terms, n the number of units); otherwise the
         Hermite series of smooth activations and non-polynomial links are refined (series
-        tolerance ÷100 per step down to 1e−16, at most :data:`popdyn.accuracy.MAX_STEPS` steps
-        and :data:`popdyn.accuracy.MAX_SECONDS` seconds) and, if the estimate still exceeds
-        it, an :class:`popdyn.AccuracyWarning` names the cap that was hit.  Closed forms (relu /
+        tolerance ÷100 per step down to 1e−16, at most :data:`popdyn.accuracy.MAX_STEPS` steps,
+        a work bound, so the result does not depend on the machine's load) and, if the estimate
+        still exceeds it, an :class:`popdyn.AccuracyWarning` names the cap that was hit.  Closed forms (relu /
         leaky relu against PL teachers) are within rounding.
     full_output : bool
         If True return ``(L, info)`` where ``info["error"]`` is the estimated absolute error of L
@@ -114,7 +113,7 @@ def _contract_loss(fam, params, teacher, rtol):
     if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
         raise ValueError(f"`rtol` must be a float in (0, 1), got {rtol!r}")
     tol = float(rtol)
-    t0, steps = time.perf_counter(), 0
+    steps = 0
     while True:
         M = fam.moments(params, teacher, need="loss", tol=tol)
         L = fam.loss(params, teacher, M)
@@ -134,7 +133,7 @@ def _contract_loss(fam, params, teacher, rtol):
         if tol <= _acc.RTOL_FLOOR:
             cap = f"the series tolerance floor {_acc.RTOL_FLOOR:g} was reached"
             break
-        cap = _acc.budget_cap(steps, t0)
+        cap = _acc.budget_cap(steps)
         if cap is not None:
             break
         tol = _acc.next_tolerance(tol, err, target)
@@ -224,7 +223,7 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
         raise ValueError(f"`rtol` must be a float in (0, 1), got {rtol!r}")
     rtol = float(rtol)
     tol = rtol
-    t0, steps, prev = time.perf_counter(), 0, np.inf
+    steps, prev = 0, np.inf
     has_est = hasattr(fam, "grad_error")
     while True:
         err = None
@@ -274,7 +273,7 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
         elif used <= _acc.RTOL_FLOOR:
             cap = f"the series tolerance floor {_acc.RTOL_FLOOR:g} was reached"
         else:
-            cap = _acc.budget_cap(steps, t0)
+            cap = _acc.budget_cap(steps)
         if cap is not None:
             break
         prev = worst
@@ -330,8 +329,8 @@ def population_grad(student: AnyStudent, params: P, teacher: Teacher, *, rtol: f
         + atol`` (max-norm relative to the block's largest entry; ``atol`` the float64
         rounding floor 8(n + 2)u times the block's largest sum of |terms|, n the number of
         units).  Otherwise the Hermite series are refined (series tolerance ÷100 per step or
-        in proportion to the excess, at most :data:`popdyn.accuracy.MAX_STEPS` steps and
-        :data:`popdyn.accuracy.MAX_SECONDS` seconds, down to 1e−16 or the order cap 4096) and,
+        in proportion to the excess, at most :data:`popdyn.accuracy.MAX_STEPS` steps, down to
+        1e−16 or the order cap 4096; a work bound, not a time bound) and,
         if an estimate still exceeds its target, an :class:`popdyn.AccuracyWarning` names the
         block and the cap that was hit.  The estimate: the Mehler error estimates of every
         moment of the gradient (series tails of both sides, coefficient errors, rounding;

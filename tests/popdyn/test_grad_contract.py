@@ -242,3 +242,33 @@ def test_gradient_warning_names_the_activation_and_a_working_remedy():
     msg = " ".join(str(x.message) for x in w if issubclass(x.category, popdyn.AccuracyWarning))
     assert "of the erf student" in msg and "relu-family" not in msg
     assert "grad=True" not in msg and "rigorous loss bracket" in msg
+
+
+def test_refinement_does_not_depend_on_the_clock(monkeypatch):
+    """The accuracy refinement is bounded by work, not time: a clock that jumps by an hour
+    at every reading (a heavily loaded machine) gives the same bits and the same warnings."""
+    import time
+    import warnings
+
+    import popdyn
+
+    rng = np.random.default_rng(5)
+    d, m = 3, 3
+    S = popdyn.Student(d, m, "erf", bias=True)
+    T = popdyn.Teacher.additive("tanh", np.eye(d)[:1])
+    p = popdyn.Params(rng.normal(size=m), rng.normal(size=(m, d)) * 2, rng.normal(size=m) * 2,
+                      0.0)
+
+    def run():
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            L, g = popdyn.loss_and_grad(S, p, T, rtol=1e-13)
+        return L, g, sorted(str(x.message) for x in w)
+
+    L0, g0, w0 = run()
+    clock = iter(range(0, 10 ** 9, 3600))
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
+    L1, g1, w1 = run()
+    assert L0 == L1 and w0 == w1
+    for f in ("a", "W", "b", "c"):
+        assert np.array_equal(np.asarray(getattr(g0, f)), np.asarray(getattr(g1, f)))
