@@ -15,8 +15,8 @@ Built-in families (imported on the first :func:`get` / :func:`names`):
 * ``swiglu`` (:mod:`popdyn.families.swiglu`): f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c (and the
   biased student of Kumar (arXiv 2609.39408) eq. (71)).
 """
-from ._base import (BUILTIN, RATE_KEYWORDS, BoundFamily, FamilySpec, capability, get, names,
-                    register)
+from ._base import (BUILTIN, RATE_KEYWORDS, BoundFamily, FamilySpec, capability, config_keys,
+                    get, names, of_table, register)
 
-__all__ = ["BUILTIN", "BoundFamily", "FamilySpec", "RATE_KEYWORDS", "capability", "get",
-           "names", "register"]
+__all__ = ["BUILTIN", "BoundFamily", "FamilySpec", "RATE_KEYWORDS", "capability",
+           "config_keys", "get", "names", "of_table", "register"]

@@ -74,6 +74,31 @@ def names() -> tuple:
     return tuple(sorted(_REGISTRY))
 
 
+def of_table(table: dict) -> "FamilySpec":
+    """The family of a ``[student]`` table: ``family = <name>`` when given, else (tables written
+    before the key) the family whose :attr:`FamilySpec.activations` hold the table's
+    ``activation``, else the first that :meth:`FamilySpec.claims` it, else the
+    :attr:`FamilySpec.fallback` family (``ridge``)."""
+    if "family" in table:
+        return get(table["family"])
+    _load_builtins()
+    specs = [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    act = table.get("activation")
+    for spec in specs:
+        if isinstance(act, str) and act in spec.activations:
+            return spec
+    for spec in specs:
+        if spec.claims(table):
+            return spec
+    return next(spec for spec in specs if spec.fallback)
+
+
+def config_keys() -> set:
+    """Every ``[student]`` key some registered family accepts, and ``family``."""
+    _load_builtins()
+    return {"family"}.union(*(spec.config_keys for spec in _REGISTRY.values()))
+
+
 def capability(fam, hook: str):
     """What the capability ``hook`` of the bound family ``fam`` returns, or None.
 
@@ -108,6 +133,18 @@ class FamilySpec:
     config_keys: ClassVar[tuple] = ()
     rate_groups: ClassVar[tuple] = ()
     bound: ClassVar[type]
+    #: ``activation`` values of a ``[student]`` table that select this family (:func:`of_table`)
+    activations: ClassVar[tuple] = ()
+    #: the family of a table that no family claims (one registered family: ``ridge``)
+    fallback: ClassVar[bool] = False
+    #: ``[student]`` entries dropped from a run's spec when present with this value (a key
+    #: added after runs were stored, at its default: the run keys stay those of the old tables)
+    key_defaults: ClassVar[dict] = {}
+
+    def claims(self, table: dict) -> bool:
+        """Whether a ``[student]`` table without ``family`` declares this family (besides
+        :attr:`activations`)."""
+        return False
 
     def bind(self, student):
         """The bound family of ``student`` (its ``student.family``)."""
@@ -118,8 +155,16 @@ class FamilySpec:
         raise NotImplementedError(f"the {self.name!r} family builds no student from a config")
 
     def check_config_keys(self, table: dict, error=ValueError) -> None:
-        """Raise ``error`` (one line naming the keys) for keys not in :attr:`config_keys`."""
+        """Raise ``error`` (one line naming the keys) for keys not in :attr:`config_keys`; a key
+        of another registered family is named with that family."""
         extra = sorted(k for k in table if k not in self.config_keys)
+        for k in extra:
+            owners = [sp for sp in _REGISTRY.values() if k in sp.config_keys]
+            if owners:
+                raise error(f"[student] {k} applies to "
+                            f"{' and '.join(sp.label for sp in owners)} students (family = "
+                            f"{' | '.join(repr(sp.name) for sp in owners)}); a {self.label} "
+                            f"student takes {sorted(self.config_keys)}")
         if extra:
             raise error(f"[student] family = {self.name!r} takes only "
                         f"{sorted(self.config_keys)}; got {extra}: remove "
@@ -217,5 +262,5 @@ class BoundFamily:
                                  for f in self.fields if f in self.rate_groups)))
 
 
-__all__ = ["BUILTIN", "BoundFamily", "FamilySpec", "RATE_KEYWORDS", "capability", "get",
-           "names", "register"]
+__all__ = ["BUILTIN", "BoundFamily", "FamilySpec", "RATE_KEYWORDS", "capability",
+           "config_keys", "get", "names", "of_table", "register"]

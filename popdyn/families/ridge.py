@@ -241,8 +241,9 @@ class RidgeFamily(BoundFamily):
         return tuple(f for f, on in (("b", st.bias), ("c", st.intercept)) if not on)
 
 
-#: [student] keys of a ridge student
-RIDGE_KEYS = ("d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "preset")
+#: [student] keys of a ridge student (``skip = false`` allowed: the default)
+RIDGE_KEYS = ("d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "skip",
+              "preset")
 
 
 @dataclass(frozen=True)
@@ -250,14 +251,17 @@ class RidgeSpec(FamilySpec):
     """The ``ridge`` family: relu, leaky relu and smooth-activation students without a skip.
 
     Configuration: ``[student]`` keys :data:`RIDGE_KEYS` (``preset`` with ``d`` and ``m``
-    only, :data:`popdyn.models.PRESETS`).  Rate groups a, W, b, c (``head_lr_mult``,
-    ``bias_lr_mult``, ``intercept_lr_mult`` scale a, b, c)."""
+    only, :data:`popdyn.models.PRESETS`; ``skip = false`` is the default and is left out of
+    run keys).  It is the family of a table no other family claims.  Rate groups a, W, b, c
+    (``head_lr_mult``, ``bias_lr_mult``, ``intercept_lr_mult`` scale a, b, c)."""
 
     name = "ridge"
     label = "relu-family"
     config_keys = RIDGE_KEYS
     rate_groups = ("a", "W", "b", "c")
     bound = RidgeFamily
+    fallback = True
+    key_defaults = {"skip": False}
 
     def student(self, d: int, m: int, **kw) -> Student:
         """A :class:`popdyn.Student` of this family."""
@@ -265,7 +269,6 @@ class RidgeSpec(FamilySpec):
 
     def from_config(self, table: dict, error=ValueError) -> Student:
         t = dict(table)
-        self.check_config_keys(t, error)
         if "preset" in t:
             name = t.pop("preset")
             if name not in PRESETS:
@@ -278,6 +281,11 @@ class RidgeSpec(FamilySpec):
                 raise error(f"[student] preset = {name!r} takes d and m only (it fixes "
                             f"{', '.join(sorted(PRESETS[name]))}); got {sorted(t)}")
             return Student.preset(name, t["d"], t["m"])
+        if "skip" in t:
+            skip = t.pop("skip")
+            if skip is not False:
+                raise error(f"[student] skip must be true or false, got {skip!r}")
+        self.check_config_keys(t, error)
         return self.student(**t)
 
 

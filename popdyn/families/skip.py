@@ -240,7 +240,7 @@ class SkipFamily(RidgeFamily):
 
 
 #: [student] keys of a skip student
-SKIP_KEYS = tuple(k for k in RIDGE_KEYS if k != "preset") + ("skip",)
+SKIP_KEYS = tuple(k for k in RIDGE_KEYS if k != "preset")
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,10 @@ class SkipSpec(FamilySpec):
     def student(self, d: int, m: int, **kw) -> Student:
         """A :class:`popdyn.Student` with ``skip=True``."""
         return Student(d, m, skip=True, **kw)
+
+    def claims(self, table: dict) -> bool:
+        """A table with ``skip = true``."""
+        return table.get("skip") is True
 
     def from_config(self, table: dict, error=ValueError) -> Student:
         t = dict(table)

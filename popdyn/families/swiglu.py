@@ -110,6 +110,14 @@ class SwiGLUBiasFamily(SwiGLUFamily):
     label = "SwiGLU (biased)"
     fields = ("a", "G", "V", "bg", "bv", "c")
     rate_groups = ("a", "G", "V", "bg", "bv")
+
+    def paper_step(self):
+        """:func:`popdyn.swiglu.train_paper` (the protocol of Kumar (arXiv 2609.39408) App. U.6,
+        ``[train] method = "paper_euler"``) for a student with a fitted intercept, else None."""
+        if not self.student.intercept:
+            return None
+        from ..swiglu import train_paper
+        return train_paper
     params_type = SwiGLUBiasParams
 
     def shapes(self) -> dict:
@@ -165,6 +173,8 @@ class SwiGLUSpec(FamilySpec):
     label = "SwiGLU"
     config_keys = SWIGLU_KEYS
     rate_groups = ("a", "G", "V", "bg", "bv")
+    activations = ("swiglu",)
+    key_defaults = {"skip": False}
 
     def bind(self, student):
         return (SwiGLUBiasFamily if student.biases else SwiGLUFamily)(student, self)
@@ -175,10 +185,25 @@ class SwiGLUSpec(FamilySpec):
 
     def from_config(self, table: dict, error=ValueError) -> SwiGLUStudent:
         t = dict(table)
+        if "skip" in t:
+            if not isinstance(t["skip"], bool):
+                raise error(f"[student] skip must be true or false, got {t['skip']!r}")
+            if t.pop("skip"):
+                raise error("[student] skip applies to relu-family students (relu, leaky_relu "
+                            "and the smooth activations); a SwiGLU student has no linear skip: "
+                            "remove `skip`")
+        extra = sorted(k for k in t if k not in SWIGLU_KEYS)
+        if extra:
+            raise error(
+                f"[student] activation = 'swiglu' takes only d, m, intercept, clock and biases; "
+                f"{extra} "
+                "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
+                "(v_j·x) + c has no negative slope and standard scaling; its gate/value biases "
+                "are `biases = true`): remove "
+                + ("it" if len(extra) == 1 else "them"))
         if t.pop("activation", "swiglu") != "swiglu":
             raise error(f"[student] family = 'swiglu' needs activation = 'swiglu' (or none), "
                         f"got {table['activation']!r}")
-        self.check_config_keys(t, error)
         return self.student(**t)
 
 
