@@ -16,7 +16,7 @@ Built-in families (imported on the first :func:`get` / :func:`names`):
   biased student of Kumar (arXiv 2609.39408) eq. (71)).
 """
 from ._base import (BUILTIN, RATE_KEYWORDS, BoundFamily, FamilySpec, capability, config_keys,
-                    get, names, of_table, register)
+                    get, names, of_table, register, unregister)
 
 __all__ = ["BUILTIN", "BoundFamily", "FamilySpec", "RATE_KEYWORDS", "capability",
-           "config_keys", "get", "names", "of_table", "register"]
+           "config_keys", "get", "names", "of_table", "register", "unregister"]

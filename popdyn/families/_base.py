@@ -61,6 +61,15 @@ def register(spec: "FamilySpec") -> "FamilySpec":
     return spec
 
 
+def unregister(name: str) -> None:
+    """Remove the family ``name`` from the registry (a family registered for a while, e.g. by
+    a test); the built-in families stay."""
+    V.choice("family", name, tuple(sorted(_REGISTRY)))
+    if type(_REGISTRY[name]).__module__ in BUILTIN:
+        raise ValueError(f"the built-in family {name!r} cannot be unregistered")
+    del _REGISTRY[name]
+
+
 def get(name: str) -> "FamilySpec":
     """The spec registered under ``name`` (``ValueError`` naming the valid names)."""
     _load_builtins()
@@ -85,12 +94,18 @@ def of_table(table: dict) -> "FamilySpec":
     specs = [_REGISTRY[k] for k in sorted(_REGISTRY)]
     act = table.get("activation")
     for spec in specs:
-        if isinstance(act, str) and act in spec.activations:
+        if isinstance(act, str) and act in _own(spec, "activations", ()):
             return spec
     for spec in specs:
-        if spec.claims(table):
+        if _own(spec, "claims", None) is not None and spec.claims(table):
             return spec
-    return next(spec for spec in specs if spec.fallback)
+    return next(spec for spec in specs if _own(spec, "fallback", False))
+
+
+def _own(obj, attr, default):
+    """``attr`` of ``type(obj)``'s own class body, else ``default`` (declarations that select a
+    family from a table are not inherited: a subclass of the ridge spec is no fallback)."""
+    return type(obj).__dict__.get(attr, default)
 
 
 def config_keys() -> set:
@@ -133,7 +148,8 @@ class FamilySpec:
     config_keys: ClassVar[tuple] = ()
     rate_groups: ClassVar[tuple] = ()
     bound: ClassVar[type]
-    #: ``activation`` values of a ``[student]`` table that select this family (:func:`of_table`)
+    #: ``activation`` values of a ``[student]`` table that select this family (:func:`of_table`;
+    #: like :attr:`fallback` and :meth:`claims`, read from the spec's own class body only)
     activations: ClassVar[tuple] = ()
     #: the family of a table that no family claims (one registered family: ``ridge``)
     fallback: ClassVar[bool] = False
@@ -263,4 +279,4 @@ class BoundFamily:
 
 
 __all__ = ["BUILTIN", "BoundFamily", "FamilySpec", "RATE_KEYWORDS", "capability",
-           "config_keys", "get", "names", "of_table", "register"]
+           "config_keys", "get", "names", "of_table", "register", "unregister"]
