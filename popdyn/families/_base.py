@@ -225,6 +225,8 @@ class BoundFamily:
 
     #: stored parameter fields in order, intercept last (set by each family)
     fields: tuple = ()
+    #: per-state shape of each field in student attributes, e.g. ``{"W": ("m", "d"), "c": ()}``
+    dims: dict = {}
 
     def __init__(self, student, spec: FamilySpec):
         self.student = student
@@ -237,6 +239,11 @@ class BoundFamily:
     @property
     def label(self) -> str:
         return self.spec.label
+
+    def shapes(self) -> dict:
+        """Per-state shape of each field (:attr:`dims` read off the student; ``c``: ``()``)."""
+        st = self.student
+        return {f: tuple(getattr(st, n) for n in self.dims[f]) for f in self.fields}
 
     @property
     def rate_groups(self) -> tuple:

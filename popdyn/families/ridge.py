@@ -47,6 +47,7 @@ class RidgeFamily(BoundFamily):
     """
 
     fields: tuple[str, ...] = ("a", "W", "b", "c")
+    dims = {"a": ("m",), "W": ("m", "d"), "b": ("m",), "c": ()}
     params_type = Params
     refit_kinds = ("unrestricted", "same_budget", "bounded", "projected")
     geometry_kind = "neuron"
@@ -73,6 +74,11 @@ class RidgeFamily(BoundFamily):
         """The student: its hidden units are the ridge units σ(w_j·x + b_j) of (W, b)."""
         return self.student
 
+    def exact_hessian(self):
+        """The student: :mod:`popdyn.landscape` differentiates this family's loss exactly
+        (its closed forms are those of the ridge loss)."""
+        return self.student
+
     def ridge_readout(self):
         """The student: f is exactly s Σ_j a_j σ(w_j·x + b_j) + c (no other term), which the
         bounded refit, the affine-feature refit and the coefficient form assume."""
@@ -84,11 +90,6 @@ class RidgeFamily(BoundFamily):
         so :func:`popdyn.diagnostics.agop` needs no series refinement."""
         st = self.student
         return st.act.kind == "pl" or st.activation == "erf"
-
-    def shapes(self) -> dict:
-        """Per-state shape of each stored field (``c`` is a scalar)."""
-        m, d = self.student.m, self.student.d
-        return {"a": (m,), "W": (m, d), "b": (m,), "c": ()}
 
     # -- validation
     def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):

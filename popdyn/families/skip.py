@@ -98,6 +98,7 @@ class SkipFamily(RidgeFamily):
     """The ``skip`` family (:mod:`popdyn.family` protocol; formulas SK-1..SK-3 above)."""
 
     fields = ("a", "W", "b", "v", "c")
+    dims = {**RidgeFamily.dims, "v": ("d",)}
 
     def __init__(self, student, spec):
         super().__init__(student, spec)
@@ -109,8 +110,9 @@ class SkipFamily(RidgeFamily):
         AGOP's series tails, :mod:`popdyn.diagnostics.agop`)."""
         return self.student
 
-    def shapes(self) -> dict:
-        return {**super().shapes(), "v": (self.student.d,)}
+    def exact_hessian(self):
+        """The student: :mod:`popdyn.landscape` differentiates the skip loss (SK-1) exactly."""
+        return self.student
 
     # -- moments
     def _teacher_tau(self, teacher, tol):

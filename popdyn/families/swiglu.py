@@ -31,6 +31,7 @@ class SwiGLUFamily(BoundFamily):
     """
 
     fields: tuple[str, ...] = ("a", "G", "V", "c")
+    dims = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d"), "c": ()}
     params_type: type[SwiGLUParams | SwiGLUBiasParams] = SwiGLUParams
     #: ``projected`` snaps ridge weights: not defined for SwiGLU students
     refit_kinds = ("unrestricted", "same_budget", "bounded")
@@ -44,10 +45,6 @@ class SwiGLUFamily(BoundFamily):
     def __init__(self, student, spec):
         super().__init__(student, spec)
         self.fitted_intercept = student.intercept
-
-    def shapes(self) -> dict:
-        m, d = self.student.m, self.student.d
-        return {"a": (m,), "G": (m, d), "V": (m, d), "c": ()}
 
     def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
         if teacher is _family.NO_TEACHER:
@@ -109,6 +106,7 @@ class SwiGLUBiasFamily(SwiGLUFamily):
 
     label = "SwiGLU (biased)"
     fields = ("a", "G", "V", "bg", "bv", "c")
+    dims = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d"), "bg": ("m",), "bv": ("m",), "c": ()}
     rate_groups = ("a", "G", "V", "bg", "bv")
 
     def paper_step(self):
@@ -119,10 +117,6 @@ class SwiGLUBiasFamily(SwiGLUFamily):
         from ..swiglu import train_paper
         return train_paper
     params_type = SwiGLUBiasParams
-
-    def shapes(self) -> dict:
-        m, d = self.student.m, self.student.d
-        return {"a": (m,), "G": (m, d), "V": (m, d), "bg": (m,), "bv": (m,), "c": ()}
 
     def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
         _check_biased(self.student, params, name)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import popdyn
-from popdyn import dynamics, families
+from popdyn import dynamics, families, landscape
 
 D, M, K = 3, 3, 2
 LAM = 0.37
@@ -62,12 +62,16 @@ def test_registered_in_one_line_without_capabilities(fam):
     assert families.get("l2head") is fam.SPEC and "l2head" in families.names()
     S = fam.SPEC.student(D, M, activation="relu")
     assert isinstance(S.family, fam.L2HeadFamily) and S.family.spec.lam == fam.SPEC.lam
-    for hook in ("fused_kernel", "finite_sample_loss", "ridge_units", "ridge_readout"):
+    for hook in ("fused_kernel", "finite_sample_loss", "ridge_units", "ridge_readout",
+                 "exact_hessian"):
         assert families.capability(S.family, hook) is None, hook
     # the parent class has them: the hooks exist and would be inherited without the rule
     assert families.capability(popdyn.Student(D, M).family, "fused_kernel") is not None
     with pytest.raises(ValueError, match="finite-sample training is implemented"):
         popdyn.finite.empirical_loss(S, S.init(0, 0.5), np.zeros((4, D)), np.zeros(4))
+    T = popdyn.Teacher.network("relu", [1.0], np.eye(D)[:1])
+    with pytest.raises(ValueError, match="exact Hessian .* covers ridge and skip students"):
+        landscape.loss_grad_hessian(S.replace(bias=False), S.init(0, 0.5), T)
 
 
 def test_loss_and_grad_against_mpmath_closed_form(fam):
