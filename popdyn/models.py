@@ -55,13 +55,48 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class ParamArrays:
-    """Methods shared by the parameter containers (:class:`Params`, :class:`popdyn.SwiGLUParams`):
-    the array fields named in ``_ARRAYS`` -- ``a`` (m,) first, then a (m, d) array -- and the
-    intercept ``c``."""
+    """The parameter container of every student family, keyed by its fields: the array fields
+    named in ``_ARRAYS`` -- ``a`` (m,) first, then a (m, d) array -- and the intercept ``c``;
+    ``_DIMS`` gives each array field's shape in the student's sizes (``{"W": ("m", "d")}``).
+
+    A family's container is a frozen dataclass subclass with those fields (or one made by
+    :func:`param_container`); it gets float64 storage and shape checks (:meth:`__post_init__`),
+    flattening (:meth:`flat`, :meth:`from_flat`), copies and finiteness tests from here, and
+    the family protocol's update and step norm from :class:`popdyn.families.BoundFamily`.
+    :class:`Params`, :class:`popdyn.SwiGLUParams` and :class:`popdyn.SwiGLUBiasParams` keep
+    their own checks (their messages)."""
 
     _ARRAYS: tuple = ()
+    _DIMS: ClassVar[dict] = {}
     a: np.ndarray
     c: float
+
+    def __post_init__(self):
+        sizes: dict = {}
+        for f in self._ARRAYS:
+            x = np.array(getattr(self, f), dtype=np.float64)
+            dims = self._DIMS[f]
+            if x.ndim != len(dims):
+                raise ValueError(f"`{f}` must have {len(dims)} dimension(s) {dims}, got shape "
+                                 f"{x.shape}")
+            for n, k in zip(dims, x.shape):
+                if sizes.setdefault(n, k) != k:
+                    raise ValueError(f"`{f}` must have shape ({', '.join(dims)}) with {n} = "
+                                     f"{sizes[n]}, got {x.shape}")
+            object.__setattr__(self, f, x)
+        object.__setattr__(self, "c", float(self.c))
+
+    @classmethod
+    def from_flat(cls, v: ArrayLike, m: int, d: int) -> Self:
+        """The inverse of :meth:`flat` for width ``m`` and input dimension ``d``."""
+        v = np.asarray(v, dtype=np.float64)
+        sizes, out, k = {"m": m, "d": d}, {}, 0
+        for f in cls._ARRAYS:
+            shape = tuple(sizes[n] for n in cls._DIMS[f])
+            n = math.prod(shape)
+            out[f] = v[k:k + n].reshape(shape)
+            k += n
+        return cls(**out, c=float(v[-1]))
     __dataclass_fields__: ClassVar[dict[str, Any]]   # the containers are dataclasses
 
     if TYPE_CHECKING:
@@ -116,6 +151,8 @@ class Params(ParamArrays):
     #: (ignore[assignment]: ``__post_init__`` replaces None by zeros, so ``v`` is an array)
     v: np.ndarray = None  # type: ignore[assignment]
     _ARRAYS = ("a", "W", "b")
+    #: (``v`` is stored but not flattened: the layouts predate the skip family)
+    _DIMS = {"a": ("m",), "W": ("m", "d"), "b": ("m",), "v": ("d",)}
 
     if TYPE_CHECKING:   # the dataclass's __init__, which takes array_like (stored as float64)
         def __init__(self, a: ArrayLike, W: ArrayLike, b: ArrayLike, c: float = 0.0,
@@ -158,10 +195,6 @@ class Params(ParamArrays):
                     and np.all(np.isfinite(self.b)) and np.isfinite(self.c)
                     and np.all(np.isfinite(self.v)))
 
-    @classmethod
-    def from_flat(cls, v: np.ndarray, m: int, d: int) -> "Params":
-        v = np.asarray(v, dtype=np.float64)
-        return cls(v[:m], v[m:m + m * d].reshape(m, d), v[m + m * d:2 * m + m * d], float(v[-1]))
 
 
 @dataclass(frozen=True)
@@ -313,6 +346,21 @@ class Student:
         Z = X @ params.W.T + params.b
         out = self.s * (self.act(Z) @ params.a) + params.c
         return out + X @ params.v if self.skip else out
+
+
+
+def param_container(name: str, dims: dict) -> type:
+    """A frozen parameter container (a :class:`ParamArrays` dataclass) with the array fields of
+    ``dims`` in order -- ``{"a": ("m",), "U": ("m", "d"), ...}``, ``a`` first -- and the
+    intercept ``c`` (default 0)."""
+    from dataclasses import make_dataclass
+
+    if not dims or next(iter(dims)) != "a" or "c" in dims:
+        raise ValueError("`dims` must start with the head 'a' and leave out the intercept 'c'")
+    cls = make_dataclass(name, [(f, np.ndarray) for f in dims] + [("c", float, 0.0)],
+                         bases=(ParamArrays,), frozen=True,
+                         namespace={"_ARRAYS": tuple(dims), "_DIMS": dict(dims)})
+    return cls
 
 
 def __getattr__(name):

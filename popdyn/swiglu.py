@@ -147,6 +147,7 @@ class SwiGLUParams(ParamArrays):
     V: np.ndarray
     c: float = 0.0
     _ARRAYS = ("a", "G", "V")
+    _DIMS = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d")}
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -163,11 +164,6 @@ class SwiGLUParams(ParamArrays):
         object.__setattr__(self, "V", Vv)
         object.__setattr__(self, "c", float(self.c))
 
-    @classmethod
-    def from_flat(cls, v: ArrayLike, m: int, d: int) -> "SwiGLUParams":
-        v = np.asarray(v, dtype=np.float64)
-        k = m * d
-        return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:m + 2 * k].reshape(m, d), float(v[-1]))
 
 
 #: SwiGLU clocks (:class:`SwiGLUStudent` ``clock``)
@@ -688,6 +684,7 @@ class SwiGLUBiasParams(ParamArrays):
     bv: np.ndarray
     c: float = 0.0
     _ARRAYS = ("a", "G", "V", "bg", "bv")
+    _DIMS = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d"), "bg": ("m",), "bv": ("m",)}
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -709,13 +706,6 @@ class SwiGLUBiasParams(ParamArrays):
             object.__setattr__(self, nm, b)
         object.__setattr__(self, "c", float(self.c))
 
-    @classmethod
-    def from_flat(cls, v, m: int, d: int) -> "SwiGLUBiasParams":
-        v = np.asarray(v, dtype=np.float64)
-        k = m * d
-        o = m + 2 * k
-        return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:o].reshape(m, d), v[o:o + m],
-                   v[o + m:o + 2 * m], float(v[-1]))
 
 
 def _check_biased(student, params, name="params"):

@@ -225,8 +225,8 @@ class BoundFamily:
 
     #: stored parameter fields in order, intercept last (set by each family)
     fields: tuple = ()
-    #: per-state shape of each field in student attributes, e.g. ``{"W": ("m", "d"), "c": ()}``
-    dims: dict = {}
+    #: the parameter container (a :class:`popdyn.models.ParamArrays` dataclass)
+    params_type: type
 
     def __init__(self, student, spec: FamilySpec):
         self.student = student
@@ -241,9 +241,11 @@ class BoundFamily:
         return self.spec.label
 
     def shapes(self) -> dict:
-        """Per-state shape of each field (:attr:`dims` read off the student; ``c``: ``()``)."""
-        st = self.student
-        return {f: tuple(getattr(st, n) for n in self.dims[f]) for f in self.fields}
+        """Per-state shape of each field (the container's ``_DIMS`` in the student's sizes;
+        ``c``: ``()``)."""
+        st, dims = self.student, self.params_type._DIMS
+        return {f: () if f == "c" else tuple(getattr(st, n) for n in dims[f])
+                for f in self.fields}
 
     @property
     def rate_groups(self) -> tuple:

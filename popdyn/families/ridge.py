@@ -47,7 +47,6 @@ class RidgeFamily(BoundFamily):
     """
 
     fields: tuple[str, ...] = ("a", "W", "b", "c")
-    dims = {"a": ("m",), "W": ("m", "d"), "b": ("m",), "c": ()}
     params_type = Params
     refit_kinds = ("unrestricted", "same_budget", "bounded", "projected")
     geometry_kind = "neuron"

@@ -98,7 +98,6 @@ class SkipFamily(RidgeFamily):
     """The ``skip`` family (:mod:`popdyn.family` protocol; formulas SK-1..SK-3 above)."""
 
     fields = ("a", "W", "b", "v", "c")
-    dims = {**RidgeFamily.dims, "v": ("d",)}
 
     def __init__(self, student, spec):
         super().__init__(student, spec)

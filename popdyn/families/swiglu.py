@@ -31,7 +31,6 @@ class SwiGLUFamily(BoundFamily):
     """
 
     fields: tuple[str, ...] = ("a", "G", "V", "c")
-    dims = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d"), "c": ()}
     params_type: type[SwiGLUParams | SwiGLUBiasParams] = SwiGLUParams
     #: ``projected`` snaps ridge weights: not defined for SwiGLU students
     refit_kinds = ("unrestricted", "same_budget", "bounded")
@@ -106,7 +105,6 @@ class SwiGLUBiasFamily(SwiGLUFamily):
 
     label = "SwiGLU (biased)"
     fields = ("a", "G", "V", "bg", "bv", "c")
-    dims = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d"), "bg": ("m",), "bv": ("m",), "c": ()}
     rate_groups = ("a", "G", "V", "bg", "bv")
 
     def paper_step(self):
