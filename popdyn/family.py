@@ -89,7 +89,7 @@ class StudentFamily(Protocol):
     ``evaluate(params, teacher, tol)`` → (L, ∇L, params′), ``axpy(p, g, h, rates)``,
     ``diff_norm(p, q)`` (generic ones in :class:`popdyn.families.BoundFamily`).  Optional
     capabilities (``fused_kernel``, ``finite_sample_loss``, ``ridge_units``,
-    ``ridge_readout``, ``exact_hessian``, ``paper_step``) are read by
+    ``ridge_readout``, ``ridge_loss``, ``paper_step``) are read by
     :func:`popdyn.families.capability`.
     """
 

@@ -73,9 +73,10 @@ class RidgeFamily(BoundFamily):
         """The student: its hidden units are the ridge units σ(w_j·x + b_j) of (W, b)."""
         return self.student
 
-    def exact_hessian(self):
-        """The student: :mod:`popdyn.landscape` differentiates this family's loss exactly
-        (its closed forms are those of the ridge loss)."""
+    def ridge_loss(self):
+        """The student: the loss is the ridge loss ½E[(f − y)²] of this student, whose closed
+        forms :mod:`popdyn.landscape` (exact Hessian) and the sample loss of
+        :mod:`popdyn._skip_empirical` implement."""
         return self.student
 
     def ridge_readout(self):

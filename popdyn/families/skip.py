@@ -109,8 +109,9 @@ class SkipFamily(RidgeFamily):
         AGOP's series tails, :mod:`popdyn.diagnostics.agop`)."""
         return self.student
 
-    def exact_hessian(self):
-        """The student: :mod:`popdyn.landscape` differentiates the skip loss (SK-1) exactly."""
+    def ridge_loss(self):
+        """The student: the loss is the ridge loss with the skip terms (SK-1), which
+        :mod:`popdyn.landscape` and :mod:`popdyn._skip_empirical` implement."""
         return self.student
 
     # -- moments

@@ -128,7 +128,7 @@ def supported(student, teacher) -> tuple:
     """(True, "") if the closed forms of this module apply to (student, teacher), else
     (False, reason)."""
     if (getattr(student, "family", None) is not None
-            and capability(student.family, "exact_hessian") is None):
+            and capability(student.family, "ridge_loss") is None):
         return False, (f"the exact Hessian (popdyn.landscape) covers ridge and skip students; "
                        f"got a {student.family.label} student")
     if getattr(student, "act", None) is not None and student.act.kind == "smooth":

@@ -132,7 +132,7 @@ _U = 2.0 ** -53
 def supported(student, teacher) -> tuple:
     """(True, "") if this module applies to (student, teacher), else (False, reason)."""
     if (getattr(student, "family", None) is not None
-            and capability(student.family, "exact_hessian") is None):
+            and capability(student.family, "ridge_loss") is None):
         return False, (f"the exact Hessian (popdyn.landscape) covers ridge and skip students; "
                        f"got a {student.family.label} student")
     if getattr(student, "act", None) is None or student.act.kind != "smooth":
