@@ -12,9 +12,9 @@ that return a callable or None.  :func:`capability` honours a hook only when the
 class defines it: a subclass of a family with a fused kernel (a ridge student with a penalty,
 say) does not inherit the kernel, which would ignore its loss.
 
-Layering: this module imports nothing of popdyn's but :mod:`popdyn._validate` and
-:mod:`popdyn.family`; the built-in family modules (:mod:`popdyn.families.ridge`, ``.skip``,
-``.swiglu``) are imported on the first registry lookup.
+Layering: this module imports nothing of popdyn's but :mod:`popdyn._validate` (so
+:mod:`popdyn.models` can import it); the built-in family modules (:mod:`popdyn.families.ridge`,
+``.skip``, ``.swiglu``), which import the students, are imported on the first registry lookup.
 """
 from __future__ import annotations
 
@@ -40,9 +40,13 @@ RATE_KEYWORDS = {"head_lr_mult": "a", "bias_lr_mult": "b", "intercept_lr_mult": 
 def _load_builtins() -> None:
     global _loaded
     if not _loaded:
-        _loaded = True
-        for mod in BUILTIN:
-            importlib.import_module(mod)
+        _loaded = True                   # before the imports: they may look families up
+        try:
+            for mod in BUILTIN:
+                importlib.import_module(mod)
+        except BaseException:
+            _loaded = False
+            raise
 
 
 def register(spec: "FamilySpec") -> "FamilySpec":
