@@ -17,9 +17,6 @@ from . import families as _families
 from .activations import Activation, get_activation
 from .teachers import Teacher
 
-if TYPE_CHECKING:
-    from .families.ridge import RidgeFamily
-
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
 #: ``entry`` -- every entry IID N(0, s²), so |w_j| ≈ s·√d (seed paper 003, abstract: "small IID
@@ -237,7 +234,7 @@ class Student:
     skip: bool = False
     spec: _families.FamilySpec | None = field(default=None, repr=False)
     act: Activation = field(init=False, repr=False, compare=False)
-    family: RidgeFamily = field(init=False, repr=False, compare=False)
+    family: _families.BoundFamily = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
     def __post_init__(self) -> None:
@@ -361,11 +358,3 @@ def param_container(name: str, dims: dict) -> type:
                          bases=(ParamArrays,), frozen=True,
                          namespace={"_ARRAYS": tuple(dims), "_DIMS": dict(dims)})
     return cls
-
-
-def __getattr__(name):
-    # the ridge family moved to popdyn.families.ridge (imported here on first use)
-    if name in ("RidgeFamily", "check_teacher"):
-        from .families import ridge
-        return getattr(ridge, name)
-    raise AttributeError(f"module 'popdyn.models' has no attribute {name!r}")

@@ -1238,11 +1238,3 @@ def paper_diagnostics(student, params, teacher, U, *, rtol: float = 1e-10) -> di
     return dict(l=ell, A_top=al["A_top"], A_min=al["A_min"], resolved=al["resolved"],
                 resolved_r=al["resolved_r"], R=rf["R"], R_band=rf["band"],
                 min_eig_ratio=rf["min_eig_ratio"])
-
-
-def __getattr__(name):
-    # the bound families moved to popdyn.families.swiglu (imported here on first use)
-    if name in ("SwiGLUFamily", "SwiGLUBiasFamily"):
-        from .families import swiglu
-        return getattr(swiglu, name)
-    raise AttributeError(f"module 'popdyn.swiglu' has no attribute {name!r}")
