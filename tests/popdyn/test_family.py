@@ -49,8 +49,15 @@ def test_family_errors_name_the_choices():
 #: check their input types (``isinstance(student, SwiGLUStudent)`` in swiglu.py)
 FORBIDDEN = [r"__name__\.endswith\(", r"hasattr\(p(arams)?, \"G\"\)",
              r"getattr\(student, \"activation\"[^)]*\) == \"swiglu\"", r"_extension\("]
-#: a family-name test (the generic dispatchers look families up in their registries)
-NAME_TEST = [r"\b(family|fam)\.name (==|!=) "]
+#: a family-name test (the generic dispatchers look families up in their registries, and
+#: popdyn's generic layers ask a family's capabilities, popdyn.families.capability)
+NAME_TEST = [r"\b(family|fam)\.name (==|!=) ", r"\)\.name (==|!=) ",
+             r"getattr\((family|fam), \"name\"", r"\.name (not )?in \(\"(ridge|skip|swiglu)\"",
+             r"\b(fused|finite_sample) = True"]
+#: a family looked up by a literal name outside the family modules and the students' own
+#: modules (models.py: ``skip`` selects the skip family; swiglu.py)
+LITERAL_GET = r"(_?famil(y|ies))\.get\(\"(ridge|skip|swiglu)\"\)"
+STUDENT_MODULES = {os.path.join("popdyn", "models.py"), os.path.join("popdyn", "swiglu.py")}
 OUTSIDE_FAMILY = [r"isinstance\(student, (swiglu\.)?SwiGLUStudent\)"]
 #: certifiers of one (family, teacher) pair may check their own domain by family name; the
 #: generic dispatchers (certify.loss, .alignment, .refit) look families up in certify._families
@@ -67,8 +74,12 @@ def test_no_dispatch_on_module_names_or_attributes(pkg):
                 with open(path, encoding="utf-8") as fh:
                     for i, line in enumerate(fh, 1):
                         pats = FORBIDDEN + ([] if f == "swiglu.py" else OUTSIDE_FAMILY)
-                        if os.path.relpath(path, ROOT) not in PAIR_CERTIFIERS:
+                        rel = os.path.relpath(path, ROOT)
+                        if rel not in PAIR_CERTIFIERS:
                             pats = pats + NAME_TEST
+                        if (rel not in STUDENT_MODULES
+                                and not rel.startswith(os.path.join("popdyn", "families"))):
+                            pats = pats + [LITERAL_GET]
                         if any(re.search(p, line) for p in pats):
                             hits.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")
     assert not hits, hits
