@@ -140,6 +140,15 @@ class StudentFamily(Protocol):
     def diff_norm(self, p, q) -> float:
         """The parameter-space distance of the step-doubling rule."""
 
+    def clock(self) -> tuple:
+        """(κ, time scale) of the integrators."""
+
+    def multipliers(self, rates=None, **keywords) -> dict:
+        """Validated learning-rate multipliers {field: float} of the family's rate groups."""
+
+    def rates(self, mult: dict) -> dict:
+        """{field: rate} of the integrators from ``multipliers`` (0 for fixed fields)."""
+
 
 @dataclass(frozen=True, eq=False)
 class RefitProblem:

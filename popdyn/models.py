@@ -17,6 +17,9 @@ from . import families as _families
 from .activations import Activation, get_activation
 from .teachers import Teacher
 
+if TYPE_CHECKING:
+    from .family import StudentFamily
+
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
 #: ``entry`` -- every entry IID N(0, s²), so |w_j| ≈ s·√d (seed paper 003, abstract: "small IID
@@ -234,7 +237,7 @@ class Student:
     skip: bool = False
     spec: _families.FamilySpec | None = field(default=None, repr=False)
     act: Activation = field(init=False, repr=False, compare=False)
-    family: _families.BoundFamily = field(init=False, repr=False, compare=False)
+    family: StudentFamily = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
     def __post_init__(self) -> None:

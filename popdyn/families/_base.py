@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -170,8 +170,9 @@ class FamilySpec:
         """The bound family of ``student`` (its ``student.family``)."""
         return self.bound(student, self)
 
-    def from_config(self, table: dict):
-        """The student of a ``[student]`` table (keys :attr:`config_keys`; ``family`` removed)."""
+    def from_config(self, table: dict, error: type = ValueError):
+        """The student of a ``[student]`` table (keys :attr:`config_keys`; ``family`` removed);
+        bad keys or values raise ``error`` (one line naming them)."""
         raise NotImplementedError(f"the {self.name!r} family builds no student from a config")
 
     def check_config_keys(self, table: dict, error=ValueError) -> None:
@@ -230,7 +231,7 @@ class BoundFamily:
     #: stored parameter fields in order, intercept last (set by each family)
     fields: tuple = ()
     #: the parameter container (a :class:`popdyn.models.ParamArrays` dataclass)
-    params_type: type
+    params_type: Any
 
     def __init__(self, student, spec: FamilySpec):
         self.student = student
