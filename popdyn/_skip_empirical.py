@@ -47,6 +47,7 @@ import math
 import numpy as np
 
 from . import _validate as V
+from .families import capability
 from .models import Params, Student
 
 __all__ = ["circle_w1", "data_accuracy", "empirical_loss", "empirical_loss_and_grad",
@@ -56,6 +57,9 @@ __all__ = ["circle_w1", "data_accuracy", "empirical_loss", "empirical_loss_and_g
 def _check(student, params, X, y):
     if not isinstance(student, Student):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
+    if capability(student.family, "ridge_loss") is None:
+        raise ValueError(f"the sample loss here is that of ridge and skip students; got a "
+                         f"{student.family.label} student")
     student.check(params, "params")
     X = V.array("X", X, (None, student.d))
     if X.shape[0] == 0:

@@ -18,7 +18,9 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
     link = "h2"; rank = 2; kappa = [...]; U = [[...]]          (additive)
     activation = "relu"; V = [...]; U = [[...]]; bias = [...]    (network)
     gate = "gelu"; kappa = 1.0; rank = 2 or U = [[...], [...]]  (gated)
-    [student]   d, m, activation, negative_slope, bias, intercept, scaling, skip, preset
+    [student]   family (a name of popdyn.families; optional: inferred from the keys below), and
+                the family's keys (popdyn.families.get(family).config_keys); ridge / skip:
+                d, m, activation, negative_slope, bias, intercept, scaling, skip, preset
                 (preset = "paper_relu": with d and m only, Kumar's ReLU student
                 f = (1/m) Σ A_j relu(W_j·x + B_j), no intercept: popdyn.Student.preset)
                 (skip = true: a learned linear skip v·x, popdyn.Student(..., skip=True),
@@ -89,19 +91,15 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate as V
-from . import family as _family
+from . import families as _families
 from .diagnostics.refit import KINDS
 from .family import family_of
 from .dynamics import train as _train
 from .models import INIT_CONVENTIONS
-from .swiglu import SwiGLUStudent
 from .dynamics import SCHEDULE_KINDS, Schedule
-from .models import PRESETS, Student
 from .plateau import NAMED_RULES
 from .teachers import Teacher
 
-#: [student] keys of a SwiGLU student (``activation = "swiglu"``)
-SWIGLU_STUDENT_KEYS = ("activation", "d", "m", "intercept", "clock", "biases")
 #: teacher kinds and the keys that belong to one kind only
 TEACHER_KINDS = ("additive", "network", "gated")
 from .teachers.gated import GATES  # noqa: E402  (id, gelu, tanh, relu, silu, h2, rotation)
@@ -114,8 +112,9 @@ _SECTIONS = {
     "name": None,
     "teacher": TEACHER_KEYS,
     "teachers": TEACHER_KEYS,
-    "student": {"d", "m", "activation", "negative_slope", "bias", "intercept", "scaling", "clock",
-                "skip", "preset", "biases"},
+    #: the keys of every registered family (popdyn.families.config_keys), checked per family
+    #: when the student is built (FamilySpec.from_config)
+    "student": None,
     "init": {"scale", "seeds", "fit_intercept", "convention"},
     "train": {"method", "lr", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult", "eps", "h0",
               "h_min", "h_max", "max_updates", "max_time", "loss_target", "explode",
@@ -143,6 +142,11 @@ def _unknown(where, key, allowed):
     close = difflib.get_close_matches(key, sorted(allowed), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise ConfigError(f"unknown key {key!r} in {where}; valid keys: {sorted(allowed)}.{hint}")
+
+
+def _allowed(section):
+    """The valid keys of ``section`` (``[student]``: those of the registered families)."""
+    return _families.config_keys() if section == "student" else _SECTIONS[section]
 
 
 def _check_table(where, val, allowed):
@@ -203,7 +207,7 @@ def validate(cfg: dict) -> dict:
     for key, val in cfg.items():
         if key not in _SECTIONS:
             _unknown("the config", key, _SECTIONS)
-        allowed = _SECTIONS[key]
+        allowed = _allowed(key)
         if key == "name":
             if not isinstance(val, str):
                 raise ConfigError(f"`name` must be a string, got {val!r}")
@@ -220,7 +224,7 @@ def validate(cfg: dict) -> dict:
                 _check_table(where, s, {"label", *OVERRIDABLE})
                 for sec in OVERRIDABLE:
                     if sec in s:
-                        _check_table(f"{where} {sec}", s[sec], _SECTIONS[sec])
+                        _check_table(f"{where} {sec}", s[sec], _allowed(sec))
         elif key == "teacher":
             _check_teacher_table("[teacher]", val)
         else:
@@ -268,51 +272,34 @@ def load(path) -> dict:
 
 
 def make_student(table: dict):
-    """The student of a ``[student]`` table: :class:`popdyn.Student`, or
-    :class:`popdyn.SwiGLUStudent` for ``activation = "swiglu"`` (keys d, m, intercept only)."""
+    """The student of a ``[student]`` table, built by its family
+    (``popdyn.families.get(name).from_config(table)``): ``family = <name>``, or for tables
+    without the key the family :func:`popdyn.families.of_table` infers (``activation =
+    "swiglu"``: :class:`popdyn.SwiGLUStudent`; ``skip = true``: the skip family; else
+    :class:`popdyn.Student`).  Bad keys raise a :class:`ConfigError` naming them."""
     t = dict(table)
-    if "preset" in t:
-        name = t.pop("preset")
-        if name not in PRESETS:
-            close = difflib.get_close_matches(str(name), PRESETS, n=1)
+    if "family" in t:
+        name = t.pop("family")
+        if name not in _families.names():
+            close = difflib.get_close_matches(str(name), _families.names(), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"[student] preset must be one of {sorted(PRESETS)}, got "
+            raise ConfigError(f"[student] family must be one of {list(_families.names())}, got "
                               f"{name!r}.{hint}")
-        extra = sorted(k for k in t if k not in ("d", "m"))
-        if extra or not {"d", "m"} <= set(t):
-            raise ConfigError(f"[student] preset = {name!r} takes d and m only (it fixes "
-                              f"{', '.join(sorted(PRESETS[name]))}); got {sorted(t)}")
-        return Student.preset(name, t["d"], t["m"])
-    if "skip" in t and not isinstance(t["skip"], bool):
-        raise ConfigError(f"[student] skip must be true or false, got {t['skip']!r}")
-    if t.get("skip") is False:
-        del t["skip"]                    # the default: the plain (ridge) student
-    if t.get("activation") == "swiglu":
-        if "skip" in t:
-            raise ConfigError("[student] skip applies to relu-family students (relu, leaky_relu "
-                              "and the smooth activations); a SwiGLU student has no linear skip: "
-                              "remove `skip`")
-        extra = sorted(k for k in t if k not in SWIGLU_STUDENT_KEYS)
-        if extra:
-            raise ConfigError(
-                f"[student] activation = 'swiglu' takes only d, m, intercept, clock and biases; "
-                f"{extra} "
-                "apply to relu-family students only (a SwiGLU student f = Σ a_j SiLU(g_j·x)"
-                "(v_j·x) + c has no negative slope and standard scaling; its gate/value biases "
-                "are `biases = true`): remove "
-                + ("it" if len(extra) == 1 else "them"))
-        t.pop("activation")
-        return SwiGLUStudent(**t)
-    if "clock" in t:
-        raise ConfigError("[student] clock applies to SwiGLU students (activation = 'swiglu'); a "
-                          "relu-family student takes scaling = 'standard' | 'mean_field'")
+        spec = _families.get(name)
+    else:
+        spec = _families.of_table(t)
     try:
-        return Student(**t)
+        return spec.from_config(t, error=ConfigError)
     except ValueError as exc:
-        if "activation" in str(exc) and isinstance(t.get("activation"), str):
-            close = difflib.get_close_matches(t["activation"], ["swiglu"], n=1, cutoff=0.7)
-            if close:
-                raise ValueError(f"{exc} (or 'swiglu' for a SwiGLU student)") from None
+        if isinstance(exc, ConfigError) or not isinstance(t.get("activation"), str) \
+                or "activation" not in str(exc):
+            raise
+        others = {a: sp for n in _families.names() for sp in [_families.get(n)]
+                  for a in sp.activations}
+        close = difflib.get_close_matches(t["activation"], list(others), n=1, cutoff=0.7)
+        if close:
+            raise ValueError(f"{exc} (or {close[0]!r} for a {others[close[0]].label} student)") \
+                from None
         raise
 
 
@@ -588,9 +575,12 @@ def expand(cfg: dict) -> list:
 
 
 def _student_spec(table: dict) -> dict:
-    """The run spec's student table: ``skip = false`` (the default) is dropped, so that the run
-    keys of configs with and without it agree with those stored before the key existed."""
-    return {k: v for k, v in table.items() if not (k == "skip" and v is False)}
+    """The run spec's student table without the entries its family drops at their defaults
+    (:attr:`popdyn.families.FamilySpec.key_defaults`, e.g. ``skip = false``), so that the run
+    keys of configs with and without such a key agree with those stored before it existed."""
+    drop = _families.of_table(table).key_defaults
+    return {k: v for k, v in table.items()
+            if not (k in drop and type(v) is type(drop[k]) and v == drop[k])}
 
 
 #: [train] method of the SwiGLU experimental protocol (Kumar App. U.6; popdyn.swiglu.train_paper)
@@ -623,9 +613,7 @@ def _check_paper_euler(student, teacher, train, where):
     if extra:
         raise ConfigError(f"[train] method = 'paper_euler' takes only {list(PAPER_EULER_KEYS)} "
                           f"(in {where}); {extra} belong to the other methods: remove them")
-    fam = family_of(student)
-    if not (isinstance(fam, _family.get("swiglu")) and getattr(student, "biases", False)
-            and student.intercept):
+    if _families.capability(family_of(student), "paper_step") is None:
         raise ConfigError(f"[train] method = 'paper_euler' is the protocol of the biased SwiGLU "
                           f"student (Kumar App. U.6): set [student] activation = 'swiglu', "
                           f"biases = true, intercept = true (in {where})")

@@ -59,6 +59,7 @@ from ._moments import Moments, teacher_tables
 from ._notice import compile_notice
 from ._typing import AnyStudent, P
 from . import _validate as V
+from .families import capability
 from .family import family_of
 from .models import ParamArrays, Params, Student
 from .plateau import BASELINE_RULE, Plateau, PlateauRule, PlateauWatch
@@ -239,14 +240,12 @@ class _Recorder:
                 {f: np.array(v) for f, v in self.snaps.items()})
 
 
-def _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max,
-              max_updates, max_time, loss_target, explode, schedule, max_halvings=40) -> dict:
-    """Validated integrator settings of :func:`train` (every student family)."""
+def _settings(method, lr, eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode,
+              schedule, max_halvings=40) -> dict:
+    """Validated integrator settings of :func:`train` (every student family; the rate
+    multipliers are the family's, :meth:`popdyn.families.BoundFamily.multipliers`)."""
     V.choice("method", method, METHODS)
     out = dict(method=method, lr=V.real("lr", lr, positive=True),
-               ma=V.real("head_lr_mult", head_lr_mult, nonnegative=True),
-               mb=V.real("bias_lr_mult", bias_lr_mult, nonnegative=True),
-               mc=V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True),
                eps=V.real("eps", eps, positive=True), h0=V.real("h0", h0, positive=True),
                h_min=V.real("h_min", h_min, positive=True),
                h_max=V.real("h_max", h_max, positive=True, allow_inf=True))
@@ -528,8 +527,8 @@ class _Fused:
     @classmethod
     def make(cls, student, teacher):
         """A :class:`_Fused` for (student, teacher), or None when the pair is not covered."""
-        if not (student.family.fused and student.act.kind == "pl"
-                and isinstance(teacher, Teacher)):
+        if (capability(student.family, "fused_kernel") is not cls
+                or not isinstance(teacher, Teacher)):
             return None
         tables = teacher_tables(teacher)
         if tables is None:
@@ -611,8 +610,9 @@ class FusedGD(Stepper):
 
 
 def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "flow",
-          lr: float = 0.05, head_lr_mult: float = 1.0, bias_lr_mult: float = 1.0,
-          intercept_lr_mult: float = 1.0, eps: float = 0.05, h0: float = 0.05,
+          lr: float = 0.05, head_lr_mult: float | None = None,
+          bias_lr_mult: float | None = None, intercept_lr_mult: float | None = None,
+          rates: dict | None = None, eps: float = 0.05, h0: float = 0.05,
           h_min: float = 1e-6, h_max: float = 10.0, max_updates: int = 100_000,
           max_time: float = np.inf, loss_target: float = 0.0, explode: float = 1e6,
           schedule: Schedule | None = None, recorder: Callable[..., dict] | None = None,
@@ -628,8 +628,13 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
         :data:`METHODS`.
     lr : float
         GD step Δt on the flow clock (> 0); parameter-space rate is lr·κ·multiplier.
-    head_lr_mult, bias_lr_mult, intercept_lr_mult : float
-        Per-group rate multipliers (≥ 0) for a, b and c.
+    rates : dict, optional
+        Learning-rate multipliers (≥ 0, default 1) by parameter field, e.g. ``{"a": 2.0}``:
+        the keys must be rate groups of the student's family
+        (:attr:`popdyn.families.FamilySpec.rate_groups`; ``ValueError`` otherwise).
+    head_lr_mult, bias_lr_mult, intercept_lr_mult : float, optional
+        The multipliers of fields a, b and c (as ``rates``; refused for a family without that
+        trained field, e.g. ``bias_lr_mult`` for SwiGLU students).
     eps, h0, h_min, h_max : float
         Flow tolerance ε (> 0), initial step and step bounds (0 < h_min ≤ h0 ≤ h_max).  For
         ``method="armijo"`` ``h0`` (> 0) is the initial force step h (the paper's 0.05) and
@@ -665,20 +670,21 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
     fam = family_of(student)
     fam.check(params, teacher)
     kappa, tscale = fam.clock()
+    mult = fam.multipliers(rates, head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
+                           intercept_lr_mult=intercept_lr_mult)
     if tscale != 1.0:
         return _train_rescaled(fam, tscale, params, teacher, method=method, lr=lr,
-                               head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
-                               intercept_lr_mult=intercept_lr_mult, eps=eps, h0=h0,
+                               rates=mult, eps=eps, h0=h0,
                                h_min=h_min, h_max=h_max, max_updates=max_updates,
                                max_time=max_time, loss_target=loss_target, explode=explode,
                                schedule=schedule, recorder=recorder, rtol=rtol,
                                max_halvings=max_halvings, plateau_watch=plateau_watch)
-    cfg = _settings(method, lr, head_lr_mult, bias_lr_mult, intercept_lr_mult, eps, h0, h_min,
-                    h_max, max_updates, max_time, loss_target, explode, schedule, max_halvings)
+    cfg = _settings(method, lr, eps, h0, h_min, h_max, max_updates, max_time, loss_target,
+                    explode, schedule, max_halvings)
     if plateau_watch is not None and not isinstance(plateau_watch, PlateauWatch):
         raise TypeError("`plateau_watch` must be a popdyn.plateau.PlateauWatch or None, got "
                         f"{type(plateau_watch).__name__}")
-    rates = fam.rates(cfg["ma"], cfg["mb"], cfg["mc"])
+    rates = fam.rates(mult)
     VY = teacher.variance
     if not VY > 0:
         raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
@@ -764,23 +770,23 @@ def _slope(p0, fields, axpy):
 METHODS = {"gd": FixedStepGD, "flow": AdaptiveEuler, "armijo": PersistentArmijo}
 
 
-def _train_rescaled(fam, m, params, teacher, *, method, lr, head_lr_mult, h0, h_min, h_max,
+def _train_rescaled(fam, m, params, teacher, *, method, lr, rates, h0, h_min, h_max,
                     max_time, recorder, plateau_watch=None, **kw):
     """:func:`train` for a family whose reported clock t is the integration clock τ = m·t
     divided by ``m`` (SwiGLU ``clock="mean_field"``): the standard-clock flow with lr·m,
-    head multiplier head_lr_mult/m² and step bounds and horizon ×m, every time reported as
+    head multiplier (field ``a``) /m² and step bounds and horizon ×m, every time reported as
     t = τ/m."""
     student = fam.student
     # validate on the caller's clock first, so errors name the caller's values
-    _settings(method, lr, head_lr_mult, kw["bias_lr_mult"], kw["intercept_lr_mult"], kw["eps"],
-              h0, h_min, h_max, kw["max_updates"], max_time, kw["loss_target"], kw["explode"],
-              kw["schedule"], kw["max_halvings"])
+    _settings(method, lr, kw["eps"], h0, h_min, h_max, kw["max_updates"], max_time,
+              kw["loss_target"], kw["explode"], kw["schedule"], kw["max_halvings"])
+    head_lr_mult = rates["a"]
     rec = None
     if recorder is not None:
         def rec(st, p, T, *, n, t, loss):
             return recorder(student, p, T, n=n, t=t / m, loss=loss)
     tr = train(fam.standard_clock(), params, teacher, method=method, lr=lr * m,
-               head_lr_mult=head_lr_mult / (m * m), h0=h0 * m, h_min=h_min * m,
+               rates={**rates, "a": head_lr_mult / (m * m)}, h0=h0 * m, h_min=h_min * m,
                h_max=h_max * m, max_time=max_time * m, recorder=rec, plateau_watch=plateau_watch,
                **kw)
     tr.t = tr.t / m

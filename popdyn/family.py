@@ -7,19 +7,15 @@ to assemble the loss, its gradient, the AGOP and the frozen-feature refit proble
 Those layers call only this protocol; they never test a student's class, a module's name or an
 attribute of a parameter object.
 
-Families (one module each, registered by name at import):
-
-* ``ridge`` (:mod:`popdyn.models`): f(x) = s Σ_j a_j σ(w_j·x + b_j) + c for the relu, leaky relu
-  and smooth activations;
-* ``skip`` (:mod:`popdyn.skip`): the ridge student plus a learned linear skip v·x;
-* ``swiglu`` (:mod:`popdyn.swiglu`): f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c.
+Families: one module each under :mod:`popdyn.families` (``ridge``, ``skip``, ``swiglu``),
+declared by a frozen spec and registered by :func:`popdyn.families.register`.
 
 A student object carries its family, bound to it, as ``student.family`` (built once in the
 student's ``__post_init__`` from this registry); :func:`family_of` returns it and raises a clear
 ``TypeError`` for anything that is not a popdyn student.
 
-Layering: this module imports nothing of popdyn's but :mod:`popdyn._validate`; family modules
-import it, and the generic layers import the family modules' public names.
+Layering: this module imports nothing of popdyn's but :mod:`popdyn._validate`; the family
+modules import it.
 """
 from __future__ import annotations
 
@@ -31,30 +27,21 @@ import numpy as np
 
 from . import _validate as V
 
-#: registered families: name -> class (called with the student to bind it)
-_REGISTRY: dict = {}
-
 #: default of ``check``'s ``teacher``: no teacher to validate (``None`` itself is validated, and
 #: refused, since every function that takes a teacher needs one)
 NO_TEACHER = object()
 
 
-def register(name: str, cls) -> None:
-    """Register the family class ``cls`` under ``name`` (one line in each family module)."""
-    if name in _REGISTRY and _REGISTRY[name] is not cls:
-        raise ValueError(f"a student family named {name!r} is already registered")
-    _REGISTRY[name] = cls
-
-
 def get(name: str):
-    """The family class registered under ``name`` (``ValueError`` naming the valid names)."""
-    V.choice("family", name, tuple(sorted(_REGISTRY)))
-    return _REGISTRY[name]
+    """The family spec registered under ``name`` (:func:`popdyn.families.get`)."""
+    from . import families
+    return families.get(name)
 
 
 def names() -> tuple:
-    """The registered family names, sorted."""
-    return tuple(sorted(_REGISTRY))
+    """The registered family names, sorted (:func:`popdyn.families.names`)."""
+    from . import families
+    return families.names()
 
 
 def family_of(student):
@@ -87,10 +74,8 @@ class StudentFamily(Protocol):
         ``"neuron"`` (ridge neurons: angle histograms) or ``"gate"`` (SwiGLU gate geometry).
     first_layer : str or None
         The (m, d) field the ``projected`` refit snaps to the teacher axes.
-    fused : bool
-        Whether the fused piecewise-linear kernels of :mod:`popdyn.dynamics` apply.
-    finite_sample : bool
-        Whether :mod:`popdyn.finite` (empirical loss, finite-sample GD / SGD) implements it.
+    spec : popdyn.families.FamilySpec
+        The family's registered declaration (configuration keys, rate groups).
     fitted_intercept : bool
         True when the intercept is refitted exactly at every visited state (profiled loss).
     agop_closed_form : bool
@@ -100,9 +85,12 @@ class StudentFamily(Protocol):
     ``loss_info(params, teacher, M)`` (``{"error", "order", ...}`` of ``full_output``),
     ``loss_scale`` (the size of the loss's terms, for rounding bounds), ``loss_and_grad``, and
     the integrators' hooks ``clock()`` → (κ, time scale), ``standard_clock()`` (when the time
-    scale is not 1), ``rates(ma, mb, mc)``, ``train_info(cfg, rates)``,
+    scale is not 1), ``rates(mult)``, ``train_info(cfg, rates)``,
     ``evaluate(params, teacher, tol)`` → (L, ∇L, params′), ``axpy(p, g, h, rates)``,
-    ``diff_norm(p, q)``.
+    ``diff_norm(p, q)`` (generic ones in :class:`popdyn.families.BoundFamily`).  Optional
+    capabilities (``fused_kernel``, ``finite_sample_loss``, ``ridge_units``,
+    ``ridge_readout``, ``ridge_loss``, ``paper_step``) are read by
+    :func:`popdyn.families.capability`.
     """
 
     name: str
@@ -151,6 +139,15 @@ class StudentFamily(Protocol):
 
     def diff_norm(self, p, q) -> float:
         """The parameter-space distance of the step-doubling rule."""
+
+    def clock(self) -> tuple:
+        """(κ, time scale) of the integrators."""
+
+    def multipliers(self, rates=None, **keywords) -> dict:
+        """Validated learning-rate multipliers {field: float} of the family's rate groups."""
+
+    def rates(self, mult: dict) -> dict:
+        """{field: rate} of the integrators from ``multipliers`` (0 for fixed fields)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,6 +38,7 @@ import time
 import numpy as np
 
 from . import _validate as V
+from .families import capability
 from .dynamics import FixedStepGD, Problem, Schedule, Trajectory, _Recorder
 from .models import Params, Student
 from .objective import _check as _check_pop
@@ -49,12 +50,18 @@ __all__ = ["METHODS", "draw", "empirical_loss", "empirical_loss_and_grad", "deco
            "train_finite"]
 
 
-def _check_student(student, params, name="params"):
+def _check_family(student):
+    """The student's family must define the finite-sample capability (its own
+    ``finite_sample_loss`` hook, :func:`popdyn.families.capability`)."""
     if not isinstance(student, Student):
         raise TypeError(f"`student` must be a popdyn.Student, got {type(student).__name__}")
-    if not student.family.finite_sample:
+    if capability(student.family, "finite_sample_loss") is None:
         raise ValueError(f"finite-sample training is implemented for relu-family students "
                          f"without a skip; a {student.family.label} student is not supported")
+
+
+def _check_student(student, params, name="params"):
+    _check_family(student)
     student.check(params, name)
 
 
@@ -177,6 +184,7 @@ def train_finite(student: Student, params: Params, teacher, *, n_samples: int | 
         ``info`` holds the settings, ``n_samples`` and the wall time.
     """
     _check_pop(student, params, teacher)
+    _check_family(student)
     V.choice("method", method, METHODS)
     seed = V.nonneg_int("seed", seed)
     if (X is None) != (y is None):
@@ -195,9 +203,8 @@ def train_finite(student: Student, params: Params, teacher, *, n_samples: int | 
     lr = V.real("lr", lr, positive=True)
     noise = V.real("noise", noise, nonnegative=True)
     wd = V.real("weight_decay", weight_decay, nonnegative=True)
-    ma = V.real("head_lr_mult", head_lr_mult, nonnegative=True)
-    mb = V.real("bias_lr_mult", bias_lr_mult, nonnegative=True)
-    mc = V.real("intercept_lr_mult", intercept_lr_mult, nonnegative=True)
+    mult = student.family.multipliers(head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
+                                      intercept_lr_mult=intercept_lr_mult)
     max_updates = V.nonneg_int("max_updates", max_updates)
     max_time = V.real("max_time", max_time, positive=True, allow_inf=True)
     loss_target = V.real("loss_target", loss_target, nonnegative=True)
@@ -217,7 +224,7 @@ def train_finite(student: Student, params: Params, teacher, *, n_samples: int | 
     if not isinstance(schedule, Schedule):
         raise TypeError("`schedule` must be a popdyn.Schedule")
     fam = student.family
-    rates = fam.rates(ma, mb, mc)
+    rates = fam.rates(mult)
     kappa, _ = fam.clock()
     VY = teacher.variance
     if not VY > 0:

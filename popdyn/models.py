@@ -13,19 +13,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _validate as V
-from . import family as _family
-from ._kernels import fused as _fk
-from ._moments import moments as _moments
+from . import families as _families
 from .activations import Activation, get_activation
-from .family import RefitProblem
 from .teachers import Teacher
 
-_EPS = np.finfo(np.float64).eps
-
-
-def _f64(x):
-    """``x`` as a C-contiguous float64 array (no copy when it is one): the kernels' type."""
-    return np.ascontiguousarray(x, dtype=np.float64)
+if TYPE_CHECKING:
+    from .family import StudentFamily
 
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
@@ -62,13 +55,48 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class ParamArrays:
-    """Methods shared by the parameter containers (:class:`Params`, :class:`popdyn.SwiGLUParams`):
-    the array fields named in ``_ARRAYS`` -- ``a`` (m,) first, then a (m, d) array -- and the
-    intercept ``c``."""
+    """The parameter container of every student family, keyed by its fields: the array fields
+    named in ``_ARRAYS`` -- ``a`` (m,) first, then a (m, d) array -- and the intercept ``c``;
+    ``_DIMS`` gives each array field's shape in the student's sizes (``{"W": ("m", "d")}``).
+
+    A family's container is a frozen dataclass subclass with those fields (or one made by
+    :func:`param_container`); it gets float64 storage and shape checks (:meth:`__post_init__`),
+    flattening (:meth:`flat`, :meth:`from_flat`), copies and finiteness tests from here, and
+    the family protocol's update and step norm from :class:`popdyn.families.BoundFamily`.
+    :class:`Params`, :class:`popdyn.SwiGLUParams` and :class:`popdyn.SwiGLUBiasParams` keep
+    their own checks (their messages)."""
 
     _ARRAYS: tuple = ()
+    _DIMS: ClassVar[dict] = {}
     a: np.ndarray
     c: float
+
+    def __post_init__(self):
+        sizes: dict = {}
+        for f in self._ARRAYS:
+            x = np.array(getattr(self, f), dtype=np.float64)
+            dims = self._DIMS[f]
+            if x.ndim != len(dims):
+                raise ValueError(f"`{f}` must have {len(dims)} dimension(s) {dims}, got shape "
+                                 f"{x.shape}")
+            for n, k in zip(dims, x.shape):
+                if sizes.setdefault(n, k) != k:
+                    raise ValueError(f"`{f}` must have shape ({', '.join(dims)}) with {n} = "
+                                     f"{sizes[n]}, got {x.shape}")
+            object.__setattr__(self, f, x)
+        object.__setattr__(self, "c", float(self.c))
+
+    @classmethod
+    def from_flat(cls, v: ArrayLike, m: int, d: int) -> Self:
+        """The inverse of :meth:`flat` for width ``m`` and input dimension ``d``."""
+        v = np.asarray(v, dtype=np.float64)
+        sizes, out, k = {"m": m, "d": d}, {}, 0
+        for f in cls._ARRAYS:
+            shape = tuple(sizes[n] for n in cls._DIMS[f])
+            n = math.prod(shape)
+            out[f] = v[k:k + n].reshape(shape)
+            k += n
+        return cls(**out, c=float(v[-1]))
     __dataclass_fields__: ClassVar[dict[str, Any]]   # the containers are dataclasses
 
     if TYPE_CHECKING:
@@ -123,6 +151,8 @@ class Params(ParamArrays):
     #: (ignore[assignment]: ``__post_init__`` replaces None by zeros, so ``v`` is an array)
     v: np.ndarray = None  # type: ignore[assignment]
     _ARRAYS = ("a", "W", "b")
+    #: (``v`` is stored but not flattened: the layouts predate the skip family)
+    _DIMS = {"a": ("m",), "W": ("m", "d"), "b": ("m",), "v": ("d",)}
 
     if TYPE_CHECKING:   # the dataclass's __init__, which takes array_like (stored as float64)
         def __init__(self, a: ArrayLike, W: ArrayLike, b: ArrayLike, c: float = 0.0,
@@ -165,10 +195,6 @@ class Params(ParamArrays):
                     and np.all(np.isfinite(self.b)) and np.isfinite(self.c)
                     and np.all(np.isfinite(self.v)))
 
-    @classmethod
-    def from_flat(cls, v: np.ndarray, m: int, d: int) -> "Params":
-        v = np.asarray(v, dtype=np.float64)
-        return cls(v[:m], v[m:m + m * d].reshape(m, d), v[m + m * d:2 * m + m * d], float(v[-1]))
 
 
 @dataclass(frozen=True)
@@ -193,8 +219,12 @@ class Student:
         Add a learned linear skip connection v·x (``Params.v``, shape (d,)):
         f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c (the ``skip`` family, :mod:`popdyn.skip`).
         Default False (the ``ridge`` family; ``Params.v`` must then be zero).
+    spec : popdyn.families.FamilySpec, optional
+        The family of a student with these parameters and another loss (a family registered
+        outside popdyn, e.g. with a penalty; its hyperparameters are the spec's fields).
+        Default None: the ``ridge`` family, or ``skip`` with ``skip=True``.
 
-    The student's family (:mod:`popdyn.family`), bound to it, is ``student.family``.
+    The student's family (:mod:`popdyn.families`), bound to it, is ``student.family``.
     """
 
     d: int
@@ -205,8 +235,9 @@ class Student:
     intercept: bool = True
     scaling: str = "standard"
     skip: bool = False
+    spec: _families.FamilySpec | None = field(default=None, repr=False)
     act: Activation = field(init=False, repr=False, compare=False)
-    family: RidgeFamily = field(init=False, repr=False, compare=False)
+    family: StudentFamily = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
     def __post_init__(self) -> None:
@@ -220,7 +251,16 @@ class Student:
         if not isinstance(self.skip, bool):
             raise TypeError(f"`skip` must be a bool, got {self.skip!r}")
         object.__setattr__(self, "act", get_activation(self.activation, self.negative_slope))
-        object.__setattr__(self, "family", _family.get("skip" if self.skip else "ridge")(self))
+        spec = self.spec
+        if spec is None:
+            spec = _families.get("skip" if self.skip else "ridge")
+        elif not isinstance(spec, _families.FamilySpec):
+            raise TypeError(f"`spec` must be a popdyn.families.FamilySpec or None, got "
+                            f"{type(spec).__name__}")
+        elif self.skip:
+            raise ValueError("`skip`=True selects the skip family; give `skip` or `spec`, "
+                             "not both")
+        object.__setattr__(self, "family", spec.bind(self))
 
     @property
     def s(self) -> float:
@@ -308,213 +348,16 @@ class Student:
         return out + X @ params.v if self.skip else out
 
 
-# ---------------------------------------------------------------------------- the ridge family
-def check_teacher(student, teacher):
-    """``teacher`` must be a popdyn.Teacher of the student's input dimension."""
-    if not isinstance(teacher, Teacher):
-        raise TypeError(f"`teacher` must be a popdyn.Teacher, got {type(teacher).__name__}")
-    if teacher.d != student.d:
-        raise ValueError(f"`teacher` has input dimension {teacher.d} but the student has d = {student.d}")
 
+def param_container(name: str, dims: dict) -> type:
+    """A frozen parameter container (a :class:`ParamArrays` dataclass) with the array fields of
+    ``dims`` in order -- ``{"a": ("m",), "U": ("m", "d"), ...}``, ``a`` first -- and the
+    intercept ``c`` (default 0)."""
+    from dataclasses import make_dataclass
 
-class RidgeFamily:
-    """The ``ridge`` family (:mod:`popdyn.family` protocol): f(x) = s Σ_j a_j σ(w_j·x + b_j) + c
-    for relu, leaky relu and the smooth activations (DESIGN §3; formulas in
-    :mod:`popdyn.objective`).
-
-    Moments come from :mod:`popdyn._moments` (ridge teachers: additive links and networks) and
-    the teacher's ``cross`` (:mod:`popdyn.teachers`: Hermite-tensor sums for multi-index / gated
-    teachers).
-    """
-
-    name = "ridge"
-    label = "relu-family"
-    fields: tuple[str, ...] = ("a", "W", "b", "c")
-    params_type = Params
-    refit_kinds = ("unrestricted", "same_budget", "bounded", "projected")
-    geometry_kind = "neuron"
-    #: the (m, d) first-layer field snapped by the ``projected`` refit
-    first_layer = "W"
-    fitted_intercept = False
-    #: the fused PL kernels of :mod:`popdyn.dynamics` apply to this family
-    fused = True
-    #: :mod:`popdyn.finite` (empirical loss, finite-sample GD / SGD) implements this family
-    finite_sample = True
-
-    def __init__(self, student):
-        self.student = student
-
-    @property
-    def agop_closed_form(self) -> bool:
-        """True when B = E[σ′σ′] is a closed form (relu, leaky relu: PL kernels; erf: Gaussian),
-        so :func:`popdyn.diagnostics.agop` needs no series refinement."""
-        st = self.student
-        return st.act.kind == "pl" or st.activation == "erf"
-
-    def shapes(self) -> dict:
-        """Per-state shape of each stored field (``c`` is a scalar)."""
-        m, d = self.student.m, self.student.d
-        return {"a": (m,), "W": (m, d), "b": (m,), "c": ()}
-
-    # -- validation
-    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
-        st = self.student
-        st.check(params, name)
-        if teacher is not _family.NO_TEACHER:
-            check_teacher(st, teacher)
-        return params
-
-    # -- moments
-    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
-        """``need``: ``"grad"`` (every moment of the gradient), ``"loss"`` (C, μ0, Ct and the
-        error estimates), ``"values"`` (C, B, μ0, Ct: AGOP and refit), ``"student"`` (student
-        moments only; ``teacher`` may be None)."""
-        return _moments(self.student, params, teacher, rtol=tol,
-                        need="student" if teacher is None else need)
-
-    # -- objective (DESIGN §3; popdyn.objective module docstring)
-    def loss(self, params, teacher, M) -> float:
-        # E[f²] − 2E[fy] + E[y²] (terms grouped to limit cancellation), evaluated by the kernel
-        # the fused GD step assembles with (:func:`popdyn._kernels.fused.ridge_loss`)
-        return float(_fk.ridge_loss(float(self.student.s), _f64(params.a), float(params.c),
-                                    _f64(M.C), _f64(M.mu0), _f64(M.Ct), _f64(teacher.weights),
-                                    float(teacher.mean), float(teacher.second_moment)))
-
-    def loss_error(self, params, teacher, M) -> float:
-        s, a, c = self.student.s, np.abs(params.a), abs(params.c)
-        v = np.abs(teacher.weights)
-        return float(0.5 * s * s * (a @ M.errC @ a) + s * (a @ (M.errCt @ v))
-                     + s * c * (a @ M.errmu0))
-
-    def loss_info(self, params, teacher, M) -> dict:
-        """``{"error": loss_error, "order": Hermite order used or None}``."""
-        return {"error": self.loss_error(params, teacher, M), "order": M.order}
-
-    def loss_scale(self, params, teacher, M) -> float:
-        """½ Σ |terms| of :meth:`loss` (the scale of its rounding error)."""
-        s = self.student.s
-        aa, cc = np.abs(params.a), abs(params.c)
-        return 0.5 * (s * s * (aa @ np.abs(M.C) @ aa) + 2 * s * cc * (aa @ np.abs(M.mu0)) + cc * cc
-                      + 2 * s * (aa @ (np.abs(M.Ct) @ np.abs(teacher.weights)))
-                      + 2 * cc * abs(teacher.mean) + teacher.second_moment)
-
-    def grad(self, params, teacher, M) -> Params:
-        """∇L from the moments by :func:`popdyn._kernels.fused.ridge_grad` (the fused step's
-        assembly; formulas in :mod:`popdyn.objective`)."""
-        st = self.student
-        m, d = params.W.shape
-        ga, gW, gb = np.empty(m), np.empty((m, d)), np.empty(m)
-        v = _f64(teacher.weights)
-        vU = v[:, None] * (teacher.theta * teacher.alpha[:, None])    # as the fused kernel's
-        gc = _fk.ridge_grad(float(st.s), _f64(params.a), _f64(params.W), float(params.c),
-                            bool(st.bias), bool(st.intercept), _f64(M.theta), _f64(M.C),
-                            _f64(M.B), _f64(M.A), _f64(M.D), _f64(M.mu0), _f64(M.mu1),
-                            _f64(M.mu2), _f64(M.Ct), _f64(M.Bt), _f64(M.At), _f64(M.Dt),
-                            v, _f64(vU), float(teacher.mean), ga, gW, gb)
-        return Params(ga, gW, gb, float(gc))
-
-    def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
-        M = self.moments(params, teacher, need="grad", tol=tol)
-        return self.loss(params, teacher, M), self.grad(params, teacher, M)
-
-    def _grad_abs(self, params, teacher, M, E):
-        """Entrywise |terms| propagation of the gradient formulas (:mod:`popdyn.objective`)
-        with the moment arrays replaced by the non-negative arrays of ``E`` (dict C, B, A, D,
-        mu0, mu1, mu2, Ct, Bt, At, Dt): with error estimates it bounds the gradient's error to
-        first order, with absolute values it is the size of the gradient's terms."""
-        st = self.student
-        s = st.s
-        aa, cc = np.abs(params.a), abs(params.c)
-        v = np.abs(np.asarray(teacher.weights, dtype=float))
-        vU = v[:, None] * np.abs(teacher.theta * teacher.alpha[:, None])
-        ga = s * (s * (E["C"] @ aa) + cc * E["mu0"] + E["Ct"] @ v)
-        sa = s * aa
-        gb = sa * (s * (E["D"] @ aa) + cc * E["mu1"] + E["Dt"] @ v) if st.bias else 0.0 * aa
-        inner = s * (E["A"] @ aa) + cc * E["mu2"] + E["At"] @ v
-        gW = sa[:, None] * (np.abs(M.theta) * inner[:, None]
-                            + s * (E["B"] @ (aa[:, None] * np.abs(params.W))) + E["Bt"] @ vU)
-        gc = float(sa @ E["mu0"]) if st.intercept else 0.0
-        return Params(ga, gW, gb, gc)
-
-    def grad_error(self, params, teacher, M):
-        """Entrywise estimate of the gradient's error from the moments' error estimates
-        (``need="grad_err"``: truncation tails, coefficient errors and rounding of the Mehler
-        sums, :func:`popdyn._hermite.mehler_moment`), propagated through the formulas of
-        :mod:`popdyn.objective` in absolute values; None when the teacher's cross moments carry
-        no estimate (multi-index teachers)."""
-        eg = getattr(M, "errg", None)
-        if eg is None:
-            return None
-        E = dict(eg, C=M.errC, mu0=M.errmu0, Ct=M.errCt)
-        return self._grad_abs(params, teacher, M, E)
-
-    def grad_scale(self, params, teacher, M):
-        """Entrywise size of the gradient's terms (the scale of its float64 rounding, the
-        ``atol`` of the contract): the formulas with every moment in absolute value, plus
-        |c| and |E[y]| in ∂L/∂c."""
-        E = {k: np.abs(getattr(M, k)) for k in ("C", "B", "A", "D", "mu0", "mu1", "mu2", "Ct",
-                                                 "Bt", "At", "Dt")}
-        g = self._grad_abs(params, teacher, M, E)
-        if self.student.intercept:
-            g = g.replace(c=g.c + abs(params.c) + abs(float(teacher.mean)))
-        return g
-
-    def fit_intercept(self, params, teacher) -> Params:
-        """``params`` with c = E[y] − s Σ a_j E[σ_j] (the exact minimizer)."""
-        st = self.student
-        self.check(params.replace(c=0.0) if not st.intercept else params, teacher)
-        M = self.moments(params, None, need="student")
-        return params.replace(c=float(teacher.mean - st.s * (params.a @ M.mu0)))
-
-    # -- diagnostics
-    def agop(self, params, M) -> np.ndarray:
-        """M = s² Wᵀ(aaᵀ ∘ B)W from B = E[σ′_iσ′_j] (DESIGN §3, §5)."""
-        s, a, W = self.student.s, params.a, params.W
-        K = (s * s) * (a[:, None] * M.B * a[None, :])
-        A = W.T @ (K @ W)
-        return 0.5 * (A + A.T)
-
-    def refit_problem(self, params, teacher, M) -> RefitProblem:
-        """The refit quadratic on the frozen features σ(w_j·x + b_j) (intercept refitted)."""
-        s = self.student.s
-        C, mu0 = M.C, M.mu0
-        ey = teacher.mean
-        G = (s * s) * (C - np.outer(mu0, mu0))
-        G = 0.5 * (G + G.T)
-        g = s * (M.Ct @ teacher.weights - mu0 * ey)
-        diagC = np.abs(np.diag(C))
-        dropped = np.diag(G) <= 32.0 * _EPS * (s * s) * diagC
-        if np.any(dropped):
-            G[dropped, :] = 0.0
-            G[:, dropped] = 0.0
-            g = np.where(dropped, 0.0, g)
-        return RefitProblem(G, g, float(teacher.variance), float(ey), mu0.copy(), s, dropped)
-
-    # -- dynamics (popdyn.dynamics): per-field rates, the update and the step-doubling norm
-    def clock(self):
-        """(κ, time scale): parameter-space rate factor κ (1, or m for mean-field scaling) and
-        the factor between the integration clock and the reported clock (1)."""
-        return (1.0 if self.student.scaling == "standard" else float(self.student.m)), 1.0
-
-    def rates(self, ma, mb, mc) -> dict:
-        st = self.student
-        return {"a": ma, "b": mb if st.bias else 0.0, "c": mc if st.intercept else 0.0}
-
-    def train_info(self, cfg, rates) -> dict:
-        return dict(head_lr_mult=rates["a"], bias_lr_mult=rates["b"], intercept_lr_mult=rates["c"])
-
-    def evaluate(self, params, teacher, tol):
-        """(L, ∇L, params) at ``params`` (the integrators' evaluation)."""
-        L, g = self.loss_and_grad(params, teacher, tol=tol)
-        return L, g, params
-
-    def axpy(self, p, g, h, rates):
-        return Params(p.a - (h * rates["a"]) * g.a, p.W - h * g.W, p.b - (h * rates["b"]) * g.b,
-                      p.c - (h * rates["c"]) * g.c)
-
-    def diff_norm(self, p, q) -> float:
-        return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.W - q.W) ** 2)
-                             + np.sum((p.b - q.b) ** 2) + (p.c - q.c) ** 2))
-
-
-_family.register("ridge", RidgeFamily)
+    if not dims or next(iter(dims)) != "a" or "c" in dims:
+        raise ValueError("`dims` must start with the head 'a' and leave out the intercept 'c'")
+    cls = make_dataclass(name, [(f, np.ndarray) for f in dims] + [("c", float, 0.0)],
+                         bases=(ParamArrays,), frozen=True,
+                         namespace={"_ARRAYS": tuple(dims), "_DIMS": dict(dims)})
+    return cls

@@ -13,7 +13,7 @@ E[σ′_j(t_j) φ(t) x] = θ_j E[α_jσ″_j φ] + α_tθ_t E[σ′_j φ′]:
 
 (∘ scales rows).  For a neuron with w_j = 0 the θ_j term is absent (θ_j := 0).
 
-These formulas are assembled by the ``ridge`` family (:class:`popdyn.models.RidgeFamily`); the
+These formulas are assembled by the ``ridge`` family (:class:`popdyn.families.ridge.RidgeFamily`); the
 functions here are generic: they call only the student-family protocol of
 :mod:`popdyn.family` (``student.family``: check, moments, loss, grad, fit_intercept), so SwiGLU
 students (:mod:`popdyn.swiglu`), skip students (:mod:`popdyn.skip`) and multi-index teachers go

@@ -72,6 +72,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _validate as V
+from . import families as _families
 from . import family as _family
 from ._hermite import _rule_cached, unit_coefficients
 from ._kernels import swiglu as _ks
@@ -146,6 +147,7 @@ class SwiGLUParams(ParamArrays):
     V: np.ndarray
     c: float = 0.0
     _ARRAYS = ("a", "G", "V")
+    _DIMS = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d")}
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -162,11 +164,6 @@ class SwiGLUParams(ParamArrays):
         object.__setattr__(self, "V", Vv)
         object.__setattr__(self, "c", float(self.c))
 
-    @classmethod
-    def from_flat(cls, v: ArrayLike, m: int, d: int) -> "SwiGLUParams":
-        v = np.asarray(v, dtype=np.float64)
-        k = m * d
-        return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:m + 2 * k].reshape(m, d), float(v[-1]))
 
 
 #: SwiGLU clocks (:class:`SwiGLUStudent` ``clock``)
@@ -217,7 +214,7 @@ class SwiGLUStudent:
     intercept: bool = True
     clock: str = "standard"
     biases: bool = False
-    family: SwiGLUFamily = field(init=False, repr=False, compare=False)
+    family: Any = field(init=False, repr=False, compare=False)
     _is_popdyn_student = True
 
     def __post_init__(self) -> None:
@@ -228,8 +225,7 @@ class SwiGLUStudent:
         V.choice("clock", self.clock, CLOCKS)
         if not isinstance(self.biases, bool):
             raise TypeError(f"`biases` must be a bool, got {self.biases!r}")
-        object.__setattr__(self, "family",
-                           SwiGLUBiasFamily(self) if self.biases else SwiGLUFamily(self))
+        object.__setattr__(self, "family", _families.get("swiglu").bind(self))
 
     activation = "swiglu"
     scaling = "standard"
@@ -671,108 +667,6 @@ def refit_problem(Mo: SwiGLUMoments, teacher):
     return _family.RefitProblem(Gm, g, float(teacher.variance), float(ey), Mo.phibar.copy(), 1.0, dropped)
 
 
-# ---------------------------------------------------------------------------- dynamics
-def _axpy(p, g, h, ma):
-    return SwiGLUParams(p.a - (h * ma) * g.a, p.G - h * g.G, p.V - h * g.V, p.c)
-
-
-def _diff_norm(p, q) -> float:
-    return float(np.sqrt(np.sum((p.a - q.a) ** 2) + np.sum((p.G - q.G) ** 2)
-                         + np.sum((p.V - q.V) ** 2)))
-
-
-# ---------------------------------------------------------------------------- the family
-class SwiGLUFamily:
-    """The ``swiglu`` family (:mod:`popdyn.family` protocol) of a :class:`SwiGLUStudent`.
-
-    One moment evaluation (:func:`moments`) serves every quantity.  Training
-    (:func:`popdyn.train`) follows the flow of the profiled loss min_c L when the intercept is
-    fitted; ``clock="mean_field"`` is integrated on the standard clock τ = m·t with head
-    multiplier head_lr_mult/m² and every time reported on the mean-field clock t = τ/m (the
-    standard-coordinate flow dG/dt = −m ∂L/∂G, dã/dt = −m·head_lr_mult·∂L/∂ã with a = ã/m).
-    """
-
-    name = "swiglu"
-    label = "SwiGLU"
-    fields: tuple[str, ...] = ("a", "G", "V", "c")
-    params_type: type[SwiGLUParams | SwiGLUBiasParams] = SwiGLUParams
-    #: ``projected`` snaps ridge weights: not defined for SwiGLU students
-    refit_kinds = ("unrestricted", "same_budget", "bounded")
-    geometry_kind = "gate"
-    first_layer = None
-    fused = False
-    finite_sample = False
-    #: the SwiGLU AGOP comes from Hermite series (refined under the rtol contract)
-    agop_closed_form = False
-
-    def __init__(self, student):
-        self.student = student
-        self.fitted_intercept = student.intercept
-
-    def shapes(self) -> dict:
-        m, d = self.student.m, self.student.d
-        return {"a": (m,), "G": (m, d), "V": (m, d), "c": ()}
-
-    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
-        if teacher is _family.NO_TEACHER:
-            _check(self.student, params, None, need_teacher=False)
-        else:
-            _check(self.student, params, teacher)
-        return params
-
-    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
-        return moments(self.student, params, teacher, tol)
-
-    def loss(self, params, teacher, M) -> float:
-        return _loss_from(params, teacher, M)
-
-    def loss_info(self, params, teacher, M) -> dict:
-        return _loss_info(params, teacher, M)
-
-    def loss_error(self, params, teacher, M) -> float:
-        return _loss_info(params, teacher, M)["error"]
-
-    def grad(self, params, teacher, M):
-        return _grad_from(self.student, params, teacher, M)
-
-    def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
-        M = moments(self.student, params, teacher, tol)
-        return _loss_from(params, teacher, M), _grad_from(self.student, params, teacher, M)
-
-    def fit_intercept(self, params, teacher):
-        return fit_intercept(self.student, params, teacher)
-
-    def agop(self, params, M) -> np.ndarray:
-        return agop_from_moments(params, M)
-
-    def refit_problem(self, params, teacher, M):
-        return refit_problem(M, teacher)
-
-    def clock(self):
-        return 1.0, (float(self.student.m) if self.student.clock == "mean_field" else 1.0)
-
-    def standard_clock(self):
-        """The same student on the standard clock (what the integrators run)."""
-        return self.student.replace(clock="standard")
-
-    def rates(self, ma, mb, mc) -> dict:
-        return {"a": ma}
-
-    def train_info(self, cfg, rates) -> dict:
-        return dict(head_lr_mult=rates["a"],
-                    intercept="fitted" if self.student.intercept else "none")
-
-    def evaluate(self, params, teacher, tol):
-        return _profiled(self.student, params, teacher, tol)
-
-    def axpy(self, p, g, h, rates):
-        return _axpy(p, g, h, rates["a"])
-
-    def diff_norm(self, p, q) -> float:
-        return _diff_norm(p, q)
-
-
-_family.register("swiglu", SwiGLUFamily)
 
 
 # ============================================================================ biased student
@@ -790,6 +684,7 @@ class SwiGLUBiasParams(ParamArrays):
     bv: np.ndarray
     c: float = 0.0
     _ARRAYS = ("a", "G", "V", "bg", "bv")
+    _DIMS = {"a": ("m",), "G": ("m", "d"), "V": ("m", "d"), "bg": ("m",), "bv": ("m",)}
 
     def __post_init__(self):
         a = np.array(self.a, dtype=np.float64)
@@ -811,13 +706,6 @@ class SwiGLUBiasParams(ParamArrays):
             object.__setattr__(self, nm, b)
         object.__setattr__(self, "c", float(self.c))
 
-    @classmethod
-    def from_flat(cls, v, m: int, d: int) -> "SwiGLUBiasParams":
-        v = np.asarray(v, dtype=np.float64)
-        k = m * d
-        o = m + 2 * k
-        return cls(v[:m], v[m:m + k].reshape(m, d), v[m + k:o].reshape(m, d), v[o:o + m],
-                   v[o + m:o + 2 * m], float(v[-1]))
 
 
 def _check_biased(student, params, name="params"):
@@ -1045,72 +933,6 @@ def fit_intercept_biased(student, params, teacher) -> SwiGLUBiasParams:
     dl = np.einsum("ij,ij->i", G, params.V)
     phibar = params.bv * T[0, :, 0] + dl * T[1, :, 0]
     return params.replace(c=float(teacher.mean - params.a @ phibar))
-
-
-def _axpy_biased(p, g, h, ma):
-    return SwiGLUBiasParams(p.a - (h * ma) * g.a, p.G - h * g.G, p.V - h * g.V, p.bg - h * g.bg,
-                            p.bv - h * g.bv, p.c)
-
-
-def _diff_norm_biased(p, q) -> float:
-    return float(np.sqrt(sum(np.sum((getattr(p, f) - getattr(q, f)) ** 2) for f in p._ARRAYS)))
-
-
-class SwiGLUBiasFamily(SwiGLUFamily):
-    """The ``swiglu`` family of a biased student: the student of Kumar (arXiv 2609.39408) eq. (71) (κ = 1) with
-    trained gate and value biases, ``SwiGLUStudent(biases=True)``.  The same protocol as
-    :class:`SwiGLUFamily` (clocks, rates, fitted intercept, refit kinds on the centered feature
-    Gram); moments from :func:`moments_biased`.  It carries the registry name ``swiglu`` (every
-    generic layer treats it as a SwiGLU student; :mod:`certify.swiglu` refuses it by its
-    ``biases`` flag) and is built by ``SwiGLUStudent(biases=True)``, not looked up by name."""
-
-    name = "swiglu"
-    label = "SwiGLU (biased)"
-    fields = ("a", "G", "V", "bg", "bv", "c")
-    params_type = SwiGLUBiasParams
-
-    def shapes(self) -> dict:
-        m, d = self.student.m, self.student.d
-        return {"a": (m,), "G": (m, d), "V": (m, d), "bg": (m,), "bv": (m,), "c": ()}
-
-    def check(self, params, teacher=_family.NO_TEACHER, *, name: str = "params"):
-        _check_biased(self.student, params, name)
-        if teacher is not _family.NO_TEACHER:
-            _check(self.student, params, teacher)
-        return params
-
-    def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
-        return moments_biased(self.student, params, teacher, tol)
-
-    def grad(self, params, teacher, M):
-        return _grad_biased(self.student, params, teacher, M)
-
-    def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):
-        M = moments_biased(self.student, params, teacher, tol)
-        return _loss_from(params, teacher, M), _grad_biased(self.student, params, teacher, M)
-
-    def fit_intercept(self, params, teacher):
-        return fit_intercept_biased(self.student, params, teacher)
-
-    def agop(self, params, M) -> np.ndarray:
-        return agop_biased_from_moments(params, M)
-
-    def refit_problem(self, params, teacher, M):
-        return refit_problem(M, teacher)
-
-    def evaluate(self, params, teacher, tol):
-        Mo = moments_biased(self.student, params, teacher, tol)
-        p = params
-        if self.student.intercept:
-            p = p.replace(c=float(teacher.mean - p.a @ Mo.phibar))
-        return _loss_from(p, teacher, Mo), _grad_biased(self.student, p, teacher, Mo), p
-
-    def axpy(self, p, g, h, rates):
-        return _axpy_biased(p, g, h, rates["a"])
-
-    def diff_norm(self, p, q) -> float:
-        return _diff_norm_biased(p, q)
-
 
 
 # ============================================================================ paper protocol

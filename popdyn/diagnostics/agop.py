@@ -19,6 +19,7 @@ from .. import _tails
 from .. import _validate as V
 from .. import accuracy as _acc
 from .._typing import AnyParams, AnyStudent
+from ..families import capability
 from ..family import family_of
 
 
@@ -211,7 +212,7 @@ class SeriesTails:
         """The tails of ``fam``'s student at ``params``, or None when B has no series (a
         closed form, or a family without ridge units)."""
         st = fam.student
-        if getattr(fam, "name", None) not in ("ridge", "skip") or fam.agop_closed_form:
+        if capability(fam, "ridge_units") is None or fam.agop_closed_form:
             return None
         code = getattr(st.act, "code", None)
         if code not in _tails.CODES:

@@ -38,6 +38,7 @@ import numbers
 import numpy as np
 
 from .. import _validate as V
+from ..families import capability
 from ..family import RefitProblem, family_of
 from ..models import Params
 from .refit import _refit, refit_risk
@@ -54,7 +55,7 @@ def coefficient_form(student, params):
     (w_j, b_j) = 0 keeps a zero feature and a zero coefficient.  Raises ``ValueError`` for other
     activations (the coefficient reading needs positive homogeneity) and for SwiGLU students.
     """
-    if family_of(student).name != "ridge":
+    if capability(family_of(student), "ridge_readout") is None:
         raise ValueError("`features`='coefficient' is defined for ReLU-family students only "
                          f"(positively homogeneous), got {type(student).__name__}; use "
                          "features='raw'")

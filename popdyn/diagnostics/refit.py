@@ -75,8 +75,8 @@ from scipy.optimize import brentq
 from .. import _validate as V
 from .. import _tails
 from .. import accuracy as _acc
-from .. import family as _family
 from .._typing import AnyParams, AnyStudent
+from ..families import capability
 from ..family import RefitProblem, family_of
 from ..teachers import Teacher
 from .geometry import snap_to_axes, teacher_frame
@@ -819,9 +819,7 @@ def affine_problem(student, params, teacher, prob, rtol):
     to within e^{−(b_j/|w_j|)²/2} and dropped.  Ridge students with a piecewise-linear activation
     and biases only.
     """
-    fam = family_of(student)
-    act = getattr(student, "act", None)
-    if (getattr(fam, "name", None) != "ridge" or act is None or act.kind != "pl"
+    if (capability(family_of(student), "ridge_readout") is None or student.act.kind != "pl"
             or not student.bias or not np.all(np.isfinite(params.W))):
         return None
     W = np.asarray(params.W, dtype=np.float64)
@@ -1023,7 +1021,8 @@ def check_bounded_student(student) -> None:
     """The bounded refit is defined for the paper's σ_α students: the ridge family with a relu or
     leaky_relu activation (one clear error otherwise)."""
     fam = family_of(student)
-    if type(fam) is not _family.get("ridge") or student.act.name not in ("relu", "leaky_relu"):
+    if (capability(fam, "ridge_readout") is None
+            or student.act.name not in ("relu", "leaky_relu")):
         raise ValueError("the bounded refit of eq. (6) needs a relu or leaky_relu student of the "
                          f"ridge family (no skip), got {fam.label} students with activation "
                          f"{getattr(student, 'activation', None)!r}")

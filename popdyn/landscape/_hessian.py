@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..families import capability
 from ..teachers import Teacher
 from ..teachers.network import NetworkTeacher
 from ._biased import loss_grad_hessian as _biased_lgh
@@ -126,6 +127,10 @@ def pl_kernel(Wi, pi, qi, Wj, pj, qj, *, hessian: bool = True):
 def supported(student, teacher) -> tuple:
     """(True, "") if the closed forms of this module apply to (student, teacher), else
     (False, reason)."""
+    if (getattr(student, "family", None) is not None
+            and capability(student.family, "ridge_loss") is None):
+        return False, (f"the exact Hessian (popdyn.landscape) covers ridge and skip students; "
+                       f"got a {student.family.label} student")
     if getattr(student, "act", None) is not None and student.act.kind == "smooth":
         return smooth_supported(student, teacher)               # smooth students
     if getattr(student, "act", None) is None or student.act.kind != "pl":

@@ -117,6 +117,7 @@ from .._hermite import Tails, _block_tails, unit_coefficients
 from .._hermite import mehler_moment_internal as _mehler
 from .._kernels import hermite as _kh
 from .._moments import _link_seqs, geometry, student_units
+from ..families import capability
 from ..teachers import Teacher
 from ..teachers.additive import AdditiveTeacher
 from ..teachers.network import NetworkTeacher
@@ -130,6 +131,10 @@ _U = 2.0 ** -53
 # ------------------------------------------------------------------------------ checks
 def supported(student, teacher) -> tuple:
     """(True, "") if this module applies to (student, teacher), else (False, reason)."""
+    if (getattr(student, "family", None) is not None
+            and capability(student.family, "ridge_loss") is None):
+        return False, (f"the exact Hessian (popdyn.landscape) covers ridge and skip students; "
+                       f"got a {student.family.label} student")
     if getattr(student, "act", None) is None or student.act.kind != "smooth":
         return False, ("the smooth-student Hessian needs activation silu, gelu, tanh or erf; got "
                        f"{getattr(student, 'activation', None)!r}")

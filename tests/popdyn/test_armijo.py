@@ -104,7 +104,7 @@ def test_armijo_decrease_test_is_in_paper_units(case):
 
     st, p0, T = case
     fam = st.family
-    rates = fam.rates(1.0, 1.0, 1.0)
+    rates = fam.rates(fam.multipliers())
     kappa, _ = fam.clock()
     g = popdyn.population_grad(st, p0, T)
     slope = _slope(p0, fam.fields, lambda q, gg, h: fam.axpy(q, gg, h * kappa, rates))(g)

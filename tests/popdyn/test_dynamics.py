@@ -127,7 +127,7 @@ def test_stepper_template_owns_n_t_status_and_counters():
     p = S.init(0, 0.5, T)
     fam, sch = S.family, Schedule(every=5, early=(1, 2))
     tr = popdyn.train(S, p, T, method="gd", lr=0.05, max_updates=12, schedule=sch)
-    rates = fam.rates(1.0, 1.0, 1.0)
+    rates = fam.rates(fam.multipliers())
     prob = Problem(lambda q: fam.evaluate(q, T, 1e-10), lambda q, g, h: fam.axpy(q, g, h, rates),
                    fam.diff_norm, p, T.variance, 0.05, 12, np.inf, 0.0, 1e6, sch)
     with pytest.raises(dataclasses.FrozenInstanceError):

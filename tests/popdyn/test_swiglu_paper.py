@@ -20,6 +20,7 @@ import popdyn
 from popdyn import SwiGLUStudent, Teacher
 from popdyn import swiglu as sw
 from popdyn.config import teacher_from_table
+from popdyn.families.swiglu import SwiGLUBiasFamily
 from popdyn.swiglu import SwiGLUBiasParams
 
 REFS = json.loads((Path(__file__).resolve().parents[2] / "data" / "refs"
@@ -259,7 +260,7 @@ def test_config_biased_student_and_paper_init(tmp_path):
             '[diagnostics]\ncertify = false\ngeometry = false\n')
     cfg = C.expand(C.loads(text))[0]
     student = C.make_student(cfg["student"])
-    assert student.biases and isinstance(student.family, sw.SwiGLUBiasFamily)
+    assert student.biases and isinstance(student.family, SwiGLUBiasFamily)
     assert run_one(cfg, tmp_path / "s")["status"] == "horizon"
     with pytest.raises(C.ConfigError, match=r"convention must be one of \['norm', 'entry', 'iid'\]"):
         C.expand(C.loads(text.replace("biases = true\n", "")))
