@@ -55,8 +55,7 @@ import time
 
 import numpy as np
 
-from popdyn.gauge import (engine_specialization_time, format_regime_table, METHODS, reduced_specialization_times, reduced_vs_engine, regime_table, single_neuron_problem, specialization_time)
-from popdyn.gauge._sweep import MAX_STEPS
+from popdyn.gauge import (engine_specialization_time, format_regime_table, MAX_STEPS, METHODS, reduced_specialization_times, reduced_vs_engine, regime_table, single_neuron_problem, specialization_time)
 
 from ._core import make_verdict, register, summary_verdict
 

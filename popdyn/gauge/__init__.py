@@ -30,12 +30,12 @@ from ._ownership import OTHERS, OwnershipRun, duplicate_start, ownership
 from ._reduced import (check_thresholds, engine_specialization_time, ratio_start, reduced_rhs,
                        reduced_specialization_times, reduced_vs_engine, single_neuron_problem)
 from ._rigorous import reduced_field, rigorous_specialization_times
-from ._sweep import (METHODS, PARAMETRIZATIONS, REGIMES, Regime, RegimeResult, Sweep, SweepPoint,
+from ._sweep import (MAX_STEPS, METHODS, PARAMETRIZATIONS, REGIMES, Regime, RegimeResult, Sweep, SweepPoint,
                      format_regime_table, gauge_sweep, regime_table)
 from ._times import RefinedTimes, SpecializationTimes, specialization_time, specialization_times
 
 __all__ = [
-    "METHODS", "reduced_field", "rigorous_specialization_times",
+    "MAX_STEPS", "METHODS", "reduced_field", "rigorous_specialization_times",
     "Decomposition", "Drift", "NumericalBracket", "OTHERS", "OwnershipRun", "PARAMETRIZATIONS",
     "REGIMES", "RefinedTimes", "Regime", "RegimeResult", "SpecializationTimes", "Sweep",
     "SweepPoint", "alignment", "apply", "check_thresholds", "conserved", "conserved_drift",
