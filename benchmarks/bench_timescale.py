@@ -4,7 +4,7 @@ numerical (LSODA tolerance refinement) ones, timed in the same run.
     python benchmarks/bench_timescale.py            # per-enclosure seconds and the ratio
 
 Stiff opposite gauges (Δ ≤ −4: a/|w| ≤ 1/10 at c0 = 1) go through the verified slow-manifold
-tube (popdyn.gauge._slow), the others through the explicit Taylor–Lohner integrator; the "path"
+tube (certify.gauge), the others through the explicit Taylor–Lohner integrator; the "path"
 column says which.
 
 Each row: one (c0, a/|w|) single-neuron flow with cos0 = 1/√10 and thresholds (0.5, 0.9) (one
@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of  # noqa: E402
 
-from popdyn.gauge import reduced_specialization_times, rigorous_specialization_times  # noqa: E402
+from certify.gauge import rigorous_specialization_times  # noqa: E402
+from popdyn.gauge import reduced_specialization_times  # noqa: E402
 
 CASES = [(1e-5, 16.0), (1e-5, 1 / 16), (1e-5, 4096.0), (1e-5, 1 / 4096), (1.0, 10.0), (1.0, 0.1),
          (1.0, 20.0), (1.0, 1 / 20), (1.0, 1 / 40), (1.0, 1 / 80), (1.0, 1 / 160), (10.0, 1 / 32)]

@@ -44,9 +44,9 @@ import math
 
 import numpy as np
 
-from popdyn._kernels._jit import jit
-from popdyn._kernels.eft import two_prod as _two_prod
-from popdyn._kernels.eft import two_sum as _two_sum
+from popdyn.kernels import jit
+from popdyn.kernels import two_prod as _two_prod
+from popdyn.kernels import two_sum as _two_sum
 
 __all__ = ["scaled_rows", "mehler_pairs"]
 

@@ -56,7 +56,7 @@ from .moments import certified_moments, student_supported
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.typing import AnyParams, AnyStudent
     from popdyn.teachers import Teacher
 
 __all__ = ["AlignmentBracket", "alignment", "alignment_from_matrix", "agop_enclosure"]

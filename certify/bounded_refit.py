@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from flint import arb, arb_mat
 from popdyn.diagnostics.refit import (BoundedProblem, BoundedRefit, L1_CAP, L2_CAP,
-                                      _fractions_feasible, check_bounded_student,
+                                      fractions_feasible, check_bounded_student,
                                       feature_norms, solve_bounded, support_split)
-from popdyn.objective import _check
-from popdyn import _validate as V
+from popdyn.objective import check_inputs as _check
+from popdyn import validation as V
 
 from . import _arb as A
 from . import gated, pl_smooth
@@ -42,7 +42,7 @@ from .moments import pair_supported
 from .refit import _moments
 
 if TYPE_CHECKING:
-    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.typing import AnyParams, AnyStudent
     from popdyn.teachers import Teacher
 
 __all__ = ["BoundedRefitBracket", "bounded_refit"]
@@ -195,7 +195,7 @@ def bounded_refit(student: AnyStudent, params: AnyParams, teacher: Teacher, *,
         prob = BoundedProblem(Hf, cf, max(ef, 1e-300), a_lo, b_lo, feature_norms(params))
         fr = solve_bounded(prob, tol=tol)
         v = np.asarray(fr.head, dtype=np.float64)
-        if not _fractions_feasible(v, a_lo, b_lo):       # pragma: no cover - solve_bounded checks
+        if not fractions_feasible(v, a_lo, b_lo):       # pragma: no cover - solve_bounded checks
             raise CertificationError("the refit point is not inside the caps", hint="report")
         va = A.mat_from_array(v)
         R = _risk(H, c, e, va)

@@ -42,7 +42,7 @@ from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
 
 if TYPE_CHECKING:
-    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.typing import AnyParams, AnyStudent
     from popdyn.teachers import Teacher
 
 __all__ = ["LossBracket", "loss"]

@@ -81,7 +81,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, arb_series, ctx
 
-from popdyn.links import _hermite_monomials  # exact integer coefficients of He_k
+from popdyn.links import hermite_monomials  # exact integer coefficients of He_k
 from popdyn.teachers import AdditiveTeacher, NetworkTeacher
 
 from . import _arb as A
@@ -407,7 +407,7 @@ def _gp_groups(atoms, al):
         if kind == "h":
             g = groups.setdefault(Fraction(0), [arb(0), {}])
             nrm = wa / arb(math.factorial(k)).sqrt()
-            for pw, cc in _hermite_monomials(k).items():
+            for pw, cc in hermite_monomials(k).items():
                 g[1][pw] = g[1].get(pw, arb(0)) + nrm * cc * al ** pw
         else:
             af = Fraction(a)

@@ -47,11 +47,11 @@ import numpy as np
 from flint import arb, arb_mat
 from popdyn.accuracy import AccuracyWarning
 from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
-from popdyn.diagnostics.refit import (_check_refit_args, check_kind, solve_ball,
+from popdyn.diagnostics.refit import (check_kind, check_refit_args, solve_ball,
                                       solve_cutoff)
 from popdyn.family import RefitProblem
 from popdyn.models import Params
-from popdyn.objective import _check
+from popdyn.objective import check_inputs as _check
 
 from . import _arb as A
 from . import _families
@@ -62,7 +62,7 @@ from .moments import certified_moments, pair_supported, student_supported
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-    from popdyn._typing import AnyParams, AnyStudent
+    from popdyn.typing import AnyParams, AnyStudent
     from popdyn.teachers import Teacher
 
 __all__ = ["RefitBracket", "refit_risk"]
@@ -329,7 +329,7 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
     if kind not in kinds:
         raise ValueError(f"`kind`={kind!r} is not defined for {student.family.label} students; "
                          f"use one of {', '.join(repr(k) for k in kinds)}")
-    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
+    budget, rcond, equilibrate = check_refit_args(kind, budget, rcond, equilibrate)
     if entry.standalone:
         # the family checks its own arguments and covers its own teachers
         _problem_of = entry.build

@@ -399,7 +399,7 @@ def _arb_pair(T, E, fc, geo, i, j, p, q, N, ok):
 # ------------------------------------------------------------------------------- teachers
 def _poly_link_monomials_h(link):
     """{power: list of (Fraction coef, k)} meaning Σ coef/√k! z^power, or None."""
-    from .moments import _hermite_monomials
+    from .moments import hermite_monomials
     out = {}
     q = Fraction(link.q)
     if q != 0:
@@ -408,7 +408,7 @@ def _poly_link_monomials_h(link):
         if a != 0:
             return None
         if kind == "h":
-            for pw, cf in _hermite_monomials(k).items():
+            for pw, cf in hermite_monomials(k).items():
                 out.setdefault(pw, []).append((Fraction(w) * cf, k))
         else:
             out.setdefault(k, []).append((Fraction(w), 0))

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 from flint import arb
-from popdyn import _validate as V
+from popdyn import validation as V
 
 from . import _arb as A
 from .bracket import Bracket

@@ -87,13 +87,16 @@ class _HData:
     gmu: tuple | None = None  # g_mu atoms ((weight mpf, v Fraction), ...) of eq. (7) links
 
 
-def _hermite_monomials(k):
-    """Integer coefficients of He_k: {power: coef}."""
+def hermite_monomials(k):
+    """Integer coefficients of the probabilists' Hermite polynomial He_k: {power: coef}."""
     out = {}
     for j in range(k // 2 + 1):
         out[k - 2 * j] = (-1) ** j * math.factorial(k) // (
             math.factorial(j) * math.factorial(k - 2 * j) * 2 ** j)
     return out
+
+
+_hermite_monomials = hermite_monomials  # the name used inside popdyn
 
 
 # A Gaussian-polynomial ("GP") function is a sum of atoms (w, kind, k, a) with w, a Fractions:

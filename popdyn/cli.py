@@ -169,8 +169,12 @@ def cmd_run(args) -> int:
         res = sweep(cfg, store_dir, workers=args.workers, progress=True)
         print(f"  {len(res['keys'])} runs: {res['ran']} computed, {res['skipped']} already stored "
               f"({res['wall']:.1f} s)")
-        from proofs_checks.plateau_alignment import (check_store, check_store_paper,
-                                                     family_config, in_family)
+        from .plugins import load as _service   # provided by proofs_checks (popdyn.plugins)
+
+        verdicts = _service("store_verdict")
+        check_store, check_store_paper, family_config, in_family = (
+            verdicts.check_store, verdicts.check_store_paper, verdicts.family_config,
+            verdicts.in_family)
 
         st = Store(store_dir, create=False)
         students = [cfg["student"]] + [s.get("student", {}) for s in cfg.get("settings", [])]
@@ -303,7 +307,9 @@ def main(argv=None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "check":
-        from proofs_checks.cli import main as check_main
+        from .plugins import load as _service   # provided by proofs_checks (popdyn.plugins)
+
+        check_main = _service("check_command")
         if not ({"-h", "--help", "--list"} & set(argv[1:])):
             compile_notice()
         return check_main(argv[1:])

@@ -124,7 +124,8 @@ from ._links_build import (_assemble, _canonical, _get_link,  # noqa: F401
                            _link_from_name)
 from ._links_eval import _mp_hermite  # noqa: F401
 from ._links_hermite import (N_TAB, _beyond_from_residuals, _ctx, _ff,  # noqa: F401
-                             _hdata_gp, _hermite_monomials, _to_float)
+                             _hdata_gp, _hermite_monomials, _to_float,
+                             hermite_monomials)
 from ._links_link import Link
 from ._links_names import (LINK_NAMES, _USER_LINKS, _check_measure, _check_weight,  # noqa: F401
                            _flatten, _measure_name, _mixture_name)

@@ -1,4 +1,4 @@
-"""Two-layer students and their parameters (DESIGN §2).
+"""Two-layer students and their parameters (docs/design.md §2).
 
 f(x) = s · Σ_j a_j σ(w_j·x + b_j) + c,   s = 1 ("standard") or 1/m ("mean_field").
 """
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 SCALINGS = ("standard", "mean_field")
 #: initialization conventions: ``norm`` -- W_jk ~ N(0, s²/d), so |w_j| ≈ s (the default);
-#: ``entry`` -- every entry IID N(0, s²), so |w_j| ≈ s·√d (seed paper 003, abstract: "small IID
+#: ``entry`` -- every entry IID N(0, s²), so |w_j| ≈ s·√d (Kumar (arXiv 2609.39408), abstract: "small IID
 #: Gaussian initialization"; docs/protocol.md); ``iid`` -- every scalar entry of a, W and b IID
 #: N(0, s²/d), the same s for heads, weights and biases (Kumar (arXiv 2609.39408) §3 below
 #: eq. (2), §5 and App. A)
@@ -206,7 +206,7 @@ class Student:
     d, m : int
         Input dimension and width (> 0).
     activation : str
-        One of ``relu``, ``leaky_relu``, ``silu``, ``gelu``, ``tanh``, ``erf`` (DESIGN §2).
+        One of ``relu``, ``leaky_relu``, ``silu``, ``gelu``, ``tanh``, ``erf`` (docs/design.md §2).
     negative_slope : float
         Slope s of ``leaky_relu`` (max(t, s t)); ignored otherwise.
     bias : bool
@@ -318,14 +318,14 @@ class Student:
         a_j ~ N(0, scale²), W_jk ~ N(0, scale²/d) (so |w_j| ≈ scale), b_j ~ N(0, scale²) if
         ``bias`` else 0, drawn in that order from ``numpy.random.default_rng(seed)`` (PCG64:
         identical on every machine and run).  ``convention="entry"`` draws W_jk ~ N(0, scale²)
-        instead (every entry IID of scale s, |w_j| ≈ scale·√d: the seed paper's "small IID
+        instead (every entry IID of scale s, |w_j| ≈ scale·√d: the paper's "small IID
         Gaussian initialization", abstract, line 15); the draws are the same standard normals, so
         the two conventions differ exactly by the factor √d on W.  ``convention="iid"`` draws
         every scalar entry of a, W and b from N(0, scale²/d) (Kumar (arXiv 2609.39408) §3: "every
         scalar entry of A_{j,0}, W_{j,0}, B_{j,0} is independently N(0, s²/d)"), again from the
         same standard normals.  The intercept is 0, or -- when ``teacher`` is given
         and the intercept is trainable -- fitted exactly, c = E[y] − s Σ_j a_j E[σ_j], so that the
-        normalized loss starts at ≈ 1 (DESIGN §2).
+        normalized loss starts at ≈ 1 (docs/design.md §2).
         """
         seed = V.nonneg_int("seed", seed)
         scale = V.real("scale", scale, positive=True)

@@ -38,9 +38,13 @@ from ._typing import AnyParams, AnyStudent, P
 from .teachers import Teacher
 
 
-def _check(student, params, teacher):
-    """Validate (student, params, teacher) through the student's family."""
+def check_inputs(student, params, teacher):
+    """Validate (student, params, teacher) through the student's family (a ``ValueError`` or
+    ``TypeError`` naming the argument)."""
     family_of(student).check(params, teacher)
+
+
+_check = check_inputs  # the name used inside popdyn
 
 
 def _loss_from(student: AnyStudent, params: AnyParams, teacher: Teacher, M: Any) -> float:

@@ -1,11 +1,11 @@
 r"""SwiGLU students f(x) = Σ_j a_j SiLU(g_j·x)(v_j·x) + c with an exactly fitted intercept.
 
 Every population quantity reduces to bivariate scalar moments of SiLU over the gate pair
-(g_i·x, g_j·x) times inner products of gates and values (DESIGN §3, "SwiGLU student").  With
+(g_i·x, g_j·x) times inner products of gates and values (docs/design.md §3, "SwiGLU student").  With
 σ = SiLU, σ_i = σ(g_i·x), α_i = |g_i|, θ_i = g_i/α_i, ρ_ij = θ_i·θ_j and
 
     M^{pq}_ij = E[σ^{(p)}_i σ^{(q)}_j] = Σ_n T^{(p)}_n(α_i) T^{(q)}_n(α_j) ρ_ij^n,
-    T^{(p)}_n(α) = E[σ^{(p)}(αz) h_n(z)]                                   (Mehler, DESIGN §2)
+    T^{(p)}_n(α) = E[σ^{(p)}(αz) h_n(z)]                                   (Mehler, docs/design.md §2)
 
 (p + q ≤ 4; the T^{(p)} come from composite Gauss–Legendre quadrature, with the order raised
 until the pair sums and, against non-polynomial teachers, the sequences themselves have
@@ -58,7 +58,7 @@ References
 ----------
 Kumar (arXiv 2609.39408): SwiGLU students with an exactly
 fitted intercept, head-rate multipliers 0.01 / 0.001, leading-AGOP alignment during the
-plateau, unrestricted refit (Figures 3, 4, 15–19; Tables 3–5); DESIGN §3–§5.
+plateau, unrestricted refit (Figures 3, 4, 15–19; Tables 3–5); docs/design.md §3–§5.
 """
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ class SwiGLUStudent:
     clock : {"standard", "mean_field"}
         ``"standard"`` (default): f = Σ_j a_j φ_j + c trained on the clock of the parameters.
         ``"mean_field"``: the mean-field network f = (1/m) Σ_j ã_j φ_j + c on the mean-field
-        clock, whose parameter-space learning rates are m·Δt (seed paper 003, Figure 25,
+        clock, whose parameter-space learning rates are m·Δt (Kumar (arXiv 2609.39408), Figure 25,
         lines 165-173: "Parameter-space learning rates are mΔt", "accumulated mean-field
         time").  It is stored in the standard coordinates a = ã/m (the same function, so the
         loss, AGOP, alignment and refits are those of f); :meth:`init` draws ã ~ N(0, s²) and
@@ -200,13 +200,13 @@ class SwiGLUStudent:
 
     Notes
     -----
-    SiLU(t) = t·sigmoid(t) (DESIGN §2).  The moment reduction is described in
+    SiLU(t) = t·sigmoid(t) (docs/design.md §2).  The moment reduction is described in
     :mod:`popdyn.swiglu`.  ``popdyn.population_loss``, ``population_grad``, ``loss_and_grad``,
     ``fit_intercept``, ``train``, ``agop`` and ``refit_risk`` accept SwiGLU students unchanged.
 
     References
     ----------
-    Seed paper 003, SwiGLU students (Figures 3, 4, 15–19); DESIGN §3.
+    Kumar (arXiv 2609.39408), SwiGLU students (Figures 3, 4, 15–19); docs/design.md §3.
     """
 
     d: int
@@ -643,7 +643,7 @@ def agop_from_moments(params, Mo) -> np.ndarray:
 
 
 def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
-    """AGOP M = E[∇_x f ∇_x fᵀ] of a SwiGLU student (module docstring; DESIGN §5).
+    """AGOP M = E[∇_x f ∇_x fᵀ] of a SwiGLU student (module docstring; docs/design.md §5).
 
     ∇_x f = Σ_j a_j [SiLU'(g_j·x)(v_j·x) g_j + SiLU(g_j·x) v_j]; the intercept does not enter.
     """

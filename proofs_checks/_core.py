@@ -261,7 +261,7 @@ def load_settings(name: str) -> dict:
     import tomllib
     from pathlib import Path
 
-    from popdyn._paths import data_path
+    from popdyn.resources import data_path
 
     try:
         text = data_path("configs", f"{name}.toml").read_text()

@@ -21,9 +21,9 @@ scaling factor at c0·λ² ≥ 10 (docs/design.md §7: drifts to Θ(λ⁴)) and 
 
 Method: ``method="rigorous"`` (default; ``popdyn check gauge_separation --method
 rigorous|numerical``) brackets every T_fav, T_opp rigorously: by validated Taylor integration
-(:mod:`certify.ode`, :func:`popdyn.gauge.rigorous_specialization_times`), and for the stiff
+(:mod:`certify.ode`, :func:`certify.gauge.rigorous_specialization_times`), and for the stiff
 opposite gauges (Δ = a² − |w|² ≤ −4, where an explicit method would need ~|Δ|·T steps) by a
-verified slow-manifold tube (:mod:`popdyn.gauge._slow`: an inward-pointing tube around an
+verified slow-manifold tube (:mod:`certify.gauge`: an inward-pointing tube around an
 approximate slow manifold checked in Arb, the fast transient carried into it by certify.ode,
 the crossing time as a Taylor-quadrature integral over φ).  The start is the real 1/√d
 (enclosed), not its float.  Ratios and slopes of rigorous brackets are enclosed in Arb, so a
@@ -55,8 +55,7 @@ import time
 
 import numpy as np
 
-from popdyn.gauge import (engine_specialization_time, format_regime_table, METHODS, reduced_specialization_times, reduced_vs_engine, regime_table, single_neuron_problem, specialization_time)
-from popdyn.gauge._sweep import MAX_STEPS
+from popdyn.gauge import (engine_specialization_time, format_regime_table, MAX_STEPS, METHODS, reduced_specialization_times, reduced_vs_engine, regime_table, single_neuron_problem, specialization_time)
 
 from ._core import make_verdict, register, summary_verdict
 

@@ -51,8 +51,8 @@ import numpy as np
 import popdyn
 from certify.critical import critical_point
 from popdyn import landscape as ls
-from popdyn._paths import data_path
-from popdyn.landscape._critical import _polish, Reduced
+from popdyn.resources import data_path
+from popdyn.landscape import Reduced, polish
 
 from ._core import make_verdict, register, summary_verdict, Verdict
 
@@ -373,7 +373,7 @@ def span_status(cp, teacher, *, span_tol=1e-6, gtol=1e-9, loss_tol=1e-10):
     keep = np.linalg.norm(U, axis=1) > 1e-6 * max(np.linalg.norm(U, axis=1).max(), 1.0)
     if not keep.any():
         return off, "out_of_span"
-    rp = _polish(rp.drop(keep), teacher, gtol)
+    rp = polish(rp.drop(keep), teacher, gtol)
     L, g, _ = ls.reduced_loss_grad_hessian(rp, teacher, hessian=False)
     same = abs(L - cp.loss) <= loss_tol * float(teacher.variance)
     return off, ("flat" if (np.linalg.norm(g) <= gtol and same) else "out_of_span")

@@ -116,7 +116,7 @@ import time
 import numpy as np
 
 import popdyn
-from popdyn import _validate as V
+from popdyn import validation as V
 from popdyn.finite import train_finite
 from popdyn.learnability import clopper_pearson
 

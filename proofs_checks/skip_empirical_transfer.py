@@ -43,7 +43,7 @@ from a zero differing only in u has L = r²/2, Δ*(r) ≤ r²/2, so the route ne
 
     δ ≤ δ_route = min( 1/(8 d n), r² / (4 d B_max²) ),   B_max = (n(C + r) + Σ|t|)/2 + U + r.
 
-In d = 2 the smallest δ of a data set is bracketed by :func:`popdyn._skip_empirical.data_accuracy`
+In d = 2 the smallest δ of a data set is bracketed by :func:`popdyn.skip_empirical.data_accuracy`
 (W₁ of the |x|²-weighted angular measure against the uniform one: δ̂ ∈ [W₁/(1 + π²)^{1/2}, W₁]).
 
 What is run (settings ``data/configs/skip_empirical_transfer.toml``)
@@ -55,7 +55,7 @@ planar teachers in d = 2, b* = 0) and data size n: X ~ N(0, I₂) from
 paper's model: no intercept, which would break the 2-homogeneity behind ``DataAccuracy``); starts
 ``Student.init(seed, scale)`` with a → |a| and v = 0 (the population checks' start rule),
 seeds 0..``starts``−1; full-batch GD θ ← θ − lr ∇L_n on (a, W, v)
-(:func:`popdyn._skip_empirical.gradient_descent`) until max|∇L_n| ≤ ``gtol``,
+(:func:`popdyn.skip_empirical.gradient_descent`) until max|∇L_n| ≤ ``gtol``,
 2L_n/V_Y ≤ ``loss_floor`` or ``max_updates``; a visited state every ``every`` updates.  In the
 paper's coordinates s_i = a_i|w_i|, w_i/|w_i| and u = v − MatchingSkip.  End states are
 classified by the population criterion (popdyn's exact population loss L):
@@ -108,7 +108,7 @@ teacher-span confinement, effective width: the checks ``skip_benign``,
 References
 ----------
 Zimmermann, Grillo, Balakin et al., arXiv 2610.01728 (abstract; Lean formalization);
-popdyn._skip_empirical; popdyn.skip (SK-1, SK-2); docs/design.md §4.
+popdyn.skip_empirical; popdyn.skip (SK-1, SK-2); docs/design.md §4.
 """
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ import math
 import numpy as np
 
 import popdyn
-from popdyn._skip_empirical import data_accuracy, empirical_loss_and_grad, gradient_descent
+from popdyn.skip_empirical import data_accuracy, empirical_loss_and_grad, gradient_descent
 from popdyn.learnability import clopper_pearson
 
 from ._core import load_settings as _load_settings

@@ -39,7 +39,7 @@ both initialization scales, ``starts`` runs of monotone full-batch GD (``steps``
 end state attributed to the minimum of L over the closure of its activation region
 (:func:`popdyn.landscape.empirical.region_candidate`: L ≥ the region's convex reduced objective)
 when its loss is within a factor 1 + ``assoc_tol`` of it (otherwise "undecided: not converged";
-numerical attribution), and that point certified (:func:`~popdyn.landscape.empirical.
+numerical attribution), and that point certified (:func:`~certify.landscape_empirical.
 certify_state`: Krawczyk on the region's polynomial gradient, Hessian eigenvalue brackets, the
 zero units' dual margin, exact kinks) and classified global / spurious / saddle / undecided
 (:func:`~popdyn.landscape.empirical.classify`; "spurious" needs a certified local minimum whose
@@ -108,6 +108,7 @@ import time
 
 import numpy as np
 
+from certify import landscape_empirical as CE
 from popdyn.landscape import empirical as E
 from popdyn.learnability import clopper_pearson
 
@@ -136,7 +137,7 @@ class _Problem:
         self.lam = lam
         self.prec = prec
         self.P = E.activation_patterns(self.X)
-        self.opt = E.global_optimum(self.X, self.y, lam, self.P, prec=prec)
+        self.opt = CE.global_optimum(self.X, self.y, lam, self.P, prec=prec)
         self.N = 2 * int(sum(1 for D in self.P.D if D.any()))
         self.paper = min(self.n ** self.d, 2 ** self.n)
         self.cache = {}
@@ -146,7 +147,7 @@ class _Problem:
         Lend = E.loss(self.X, self.y, self.lam, a, W)
         key = (tuple(np.round(np.sort(np.concatenate([ac, Wc.ravel()])), 9)), z > 0)
         if key not in self.cache:
-            self.cache[key] = E.certify_state(self.X, self.y, self.lam, ac, Wc, patterns=self.P,
+            self.cache[key] = CE.certify_state(self.X, self.y, self.lam, ac, Wc, patterns=self.P,
                                               zero_units=z, prec=self.prec)
         cert = self.cache[key]
         converged = Lend <= (1 + assoc_tol) * val + 1e-15
@@ -167,7 +168,7 @@ def run_width(pb: _Problem, m, scale, *, starts, lr, steps, zero_tol, assoc_tol,
     # best end state of this width (its exact loss, Arb)
     ub = pb.opt.upper if pb.opt.groups <= m else math.inf
     best = min(ends, key=lambda e: e[2])
-    ub = min(ub, E.loss_upper_bound(pb.X, pb.y, pb.lam, best[3], best[4], prec=pb.prec))
+    ub = min(ub, CE.loss_upper_bound(pb.X, pb.y, pb.lam, best[3], best[4], prec=pb.prec))
     for cert, conv, Lend, _, _ in ends:
         k = E.classify(cert, pb.opt.lower, ub, global_tol=global_tol)
         if not conv:

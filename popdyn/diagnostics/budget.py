@@ -1,8 +1,8 @@
-"""Refits under one fixed coefficient budget at several checkpoints (the seed paper's
+"""Refits under one fixed coefficient budget at several checkpoints (the paper's
 "unchanged coefficient budgets").
 
-The seed paper's theorem compares "the minimum refit MSE under unchanged coefficient budgets"
-at initialization and at a plateau checkpoint (seed 003, abstract, line 15), and its tables
+The theorem of Kumar (arXiv 2609.39408, abstract) compares "the minimum refit MSE under
+unchanged coefficient budgets" at initialization and at a plateau checkpoint, and its tables
 report the conservative gain ΔR = R̲₀ − R̄_E − 1e−5 (Table 2, line 87).  ``kind="same_budget"``
 of :func:`popdyn.diagnostics.refit_risk` reads the budget as ‖a‖ of *each checkpoint's own*
 head; at a small initialization that ball is tiny and the refit cannot move.  This
@@ -13,7 +13,7 @@ module gives the other readings, one ball B shared by all checkpoints:
     ball is ‖a′‖₂ ≤ B.  ``"coefficient"``: for positively homogeneous activations (``relu``,
     ``leaky_relu``) each neuron is written as a coefficient times a unit-direction feature,
     s·a_j·σ(w_j·x + b_j) = c_j·σ(θ_j·x + β_j) with c_j = s·a_j·n_j, n_j = ‖(w_j, b_j)‖₂,
-    (θ_j, β_j) = (w_j, b_j)/n_j (DESIGN §7: coefficient c = a|w|, direction θ), and the ball is
+    (θ_j, β_j) = (w_j, b_j)/n_j (docs/design.md §7: coefficient c = a|w|, direction θ), and the ball is
     on the coefficients, ‖c′‖₂ ≤ B -- a budget that does not depend on the features' size.
 ``budget``
     ``"trained_head"``: B = the norm of the head (``raw``) or of the coefficients
@@ -135,7 +135,7 @@ def fixed_ball_refits(student, states, teacher, *, budget="trained_head",
 
     References
     ----------
-    Seed paper 003, abstract (line 15) and Table 2 (line 87); docs/protocol.md.
+    Kumar (arXiv 2609.39408), abstract (line 15) and Table 2 (line 87); docs/protocol.md.
     """
     V.choice("features", features, FEATURES)
     budget = _check_budget(budget)

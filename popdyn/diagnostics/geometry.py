@@ -67,7 +67,7 @@ def snap_to_axes(W, U, axes=None) -> np.ndarray:
 
     References
     ----------
-    Seed paper 003, Figure 1 row four ("projects each weight's teacher-plane component onto its
+    Kumar (arXiv 2609.39408), Figure 1 row four ("projects each weight's teacher-plane component onto its
     nearest axis …, retaining outside-plane components and biases, then refits"); docs/design.md §5.
     """
     W = _weights(W)
@@ -172,7 +172,7 @@ def neuron_geometry(params, U, *, axes=None) -> NeuronGeometry:
 
     References
     ----------
-    Seed paper 003, Figure 2 rows four and five, Figure 14 (importance-weighted histograms);
+    Kumar (arXiv 2609.39408), Figure 2 rows four and five, Figure 14 (importance-weighted histograms);
     docs/design.md §5.
     """
     if not isinstance(params, Params):

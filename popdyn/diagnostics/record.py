@@ -1,4 +1,4 @@
-"""All diagnostics at one checkpoint, and a recorder for :func:`popdyn.train` (DESIGN §4, §5).
+"""All diagnostics at one checkpoint, and a recorder for :func:`popdyn.train` (docs/design.md §4, §5).
 
 :func:`diagnose` computes the moments once (C, B, μ0 and the teacher cross moments) and derives
 from them the AGOP, its alignment with the teacher subspace and the refit risks; the projected
@@ -152,7 +152,7 @@ def diagnose(student, params, teacher, *, U=None, kinds=("unrestricted", "same_b
 
     References
     ----------
-    Seed paper 003, Figures 1–2 (alignment, refit and geometry rows); DESIGN §5.
+    Kumar (arXiv 2609.39408), Figures 1–2 (alignment, refit and geometry rows); docs/design.md §5.
     """
     fam = family_of(student)
     if not _checked:
@@ -295,7 +295,7 @@ def series(trajectory, key: str) -> np.ndarray:
 
 def at_update(trajectory, n: int) -> int:
     """Index of the last snapshot with update count ≤ ``n`` (the last diagnostic inside a
-    prefix ending at update n; seed paper Table 3: "P is the last diagnostic inside the
+    prefix ending at update n; Kumar Table 3: "P is the last diagnostic inside the
     prefix")."""
     n = V.nonneg_int("n", n)
     sn = np.asarray(trajectory.snap_n)
@@ -318,7 +318,7 @@ def checkpoints(trajectory, *, delta: float = 1e-3) -> dict:
 
     References
     ----------
-    Seed paper 003, Tables 3–4 ("P is the last diagnostic inside the prefix").
+    Kumar (arXiv 2609.39408), Tables 3–4 ("P is the last diagnostic inside the prefix").
     """
     if not getattr(trajectory, "records", None):
         raise ValueError("`trajectory` has no diagnostic records (train with recorder=...)")

@@ -399,7 +399,7 @@ def _check_budget(kind, budget):
     return V.real("budget", budget, positive=True)
 
 
-def _check_refit_args(kind, budget, rcond, equilibrate):
+def check_refit_args(kind, budget, rcond, equilibrate):
     """Validated (budget, rcond, equilibrate) of a refit of ``kind`` (already checked): shared by
     :func:`refit_risk` (every student family) and :func:`certify.refit_risk`."""
     budget = _check_budget(kind, budget)
@@ -763,7 +763,7 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
     if kind != "projected" and U is not None:
         raise ValueError(f"`U` is only used by kind='projected', got kind={kind!r}")
     fam.check(params, teacher)
-    budget, rcond, equilibrate = _check_refit_args(kind, budget, rcond, equilibrate)
+    budget, rcond, equilibrate = check_refit_args(kind, budget, rcond, equilibrate)
     rtol = V.real("rtol", rtol, positive=True)
     if kind == "projected":
         S, axes = teacher_frame(teacher if U is None else U, student.d)
@@ -1057,7 +1057,7 @@ def bounded_problem(student, params, teacher, *, l2_cap=None, l1_cap=None,
     return BoundedProblem(H, c, float(teacher.second_moment), l2, l1, n)
 
 
-def _fractions_feasible(v: np.ndarray, l2_cap, l1_cap) -> bool:
+def fractions_feasible(v: np.ndarray, l2_cap, l1_cap) -> bool:
     """‖v‖₂ ≤ l2_cap and ‖v‖₁ ≤ l1_cap in exact rational arithmetic (floats are dyadic)."""
     from fractions import Fraction
 
@@ -1075,7 +1075,7 @@ def make_feasible(v: np.ndarray, l2_cap, l1_cap) -> np.ndarray:
     v = v * f
     k = 1.0
     for _ in range(80):
-        if _fractions_feasible(v, l2_cap, l1_cap):
+        if fractions_feasible(v, l2_cap, l1_cap):
             return v
         v = v * (1.0 - k * _EPS)
         k *= 2.0

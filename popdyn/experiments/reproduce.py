@@ -576,7 +576,9 @@ def reproduce(name: str, *, seeds: int | None = None, teachers=None, store=None,
 
 
 def _check_paper(st, keys, info):
-    from proofs_checks.plateau_alignment import check_store_paper
+    from ..plugins import load as _service   # provided by proofs_checks (popdyn.plugins)
+
+    check_store_paper = _service("store_verdict").check_store_paper
 
     t0 = time.perf_counter()
     v = check_store_paper(st, [k for k in dict.fromkeys(keys) if st.has(k)],

@@ -561,7 +561,9 @@ def certify_state(student, teacher, arrays, i, spec) -> dict:
     dg = spec["diagnostics"]
     prec = int(dg.get("prec", 128))
     try:
-        import certify
+        from ..plugins import load as _service   # provided by certify (popdyn.plugins)
+
+        certify = _service("checkpoint_certifier")
     except Exception as exc:  # pragma: no cover  (certify is part of the distribution)
         return {**out, "error": f"certify unavailable: {exc}"}
     try:

@@ -42,8 +42,10 @@ def _load_builtins() -> None:
     if not _loaded:
         _loaded = True                   # before the imports: they may look families up
         try:
-            for mod in BUILTIN:
-                importlib.import_module(mod)
+            # literal names (BUILTIN), imported at run time: the family modules import this one
+            importlib.import_module("popdyn.families.ridge")
+            importlib.import_module("popdyn.families.skip")
+            importlib.import_module("popdyn.families.swiglu")
         except BaseException:
             _loaded = False
             raise

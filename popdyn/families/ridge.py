@@ -1,4 +1,4 @@
-"""The ``ridge`` student family: f(x) = s Σ_j a_j σ(w_j·x + b_j) + c (DESIGN §2–3).
+"""The ``ridge`` student family: f(x) = s Σ_j a_j σ(w_j·x + b_j) + c (docs/design.md §2–3).
 
 The student and its parameters are :class:`popdyn.Student` and :class:`popdyn.Params`
 (:mod:`popdyn.models`); this module holds the family's spec (:class:`RidgeSpec`: configuration
@@ -38,7 +38,7 @@ def check_teacher(student, teacher):
 
 class RidgeFamily(BoundFamily):
     """The ``ridge`` family (:mod:`popdyn.family` protocol): f(x) = s Σ_j a_j σ(w_j·x + b_j) + c
-    for relu, leaky relu and the smooth activations (DESIGN §3; formulas in
+    for relu, leaky relu and the smooth activations (docs/design.md §3; formulas in
     :mod:`popdyn.objective`).
 
     Moments come from :mod:`popdyn._moments` (ridge teachers: additive links and networks) and
@@ -107,7 +107,7 @@ class RidgeFamily(BoundFamily):
         return _moments(self.student, params, teacher, rtol=tol,
                         need="student" if teacher is None else need)
 
-    # -- objective (DESIGN §3; popdyn.objective module docstring)
+    # -- objective (docs/design.md §3; popdyn.objective module docstring)
     def loss(self, params, teacher, M) -> float:
         # E[f²] − 2E[fy] + E[y²] (terms grouped to limit cancellation), evaluated by the kernel
         # the fused GD step assembles with (:func:`popdyn._kernels.fused.ridge_loss`)
@@ -203,7 +203,7 @@ class RidgeFamily(BoundFamily):
 
     # -- diagnostics
     def agop(self, params, M) -> np.ndarray:
-        """M = s² Wᵀ(aaᵀ ∘ B)W from B = E[σ′_iσ′_j] (DESIGN §3, §5)."""
+        """M = s² Wᵀ(aaᵀ ∘ B)W from B = E[σ′_iσ′_j] (docs/design.md §3, §5)."""
         s, a, W = self.student.s, params.a, params.W
         K = (s * s) * (a[:, None] * M.B * a[None, :])
         A = W.T @ (K @ W)

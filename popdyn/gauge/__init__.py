@@ -12,7 +12,9 @@ For a positively homogeneous student (relu, leaky_relu) the scaling gauge
   the update and flow clocks;
 * :func:`gauge_sweep`, :func:`regime_table` — opposite-gauge time ratios and local log-log slopes,
   reproducing the table of docs/design.md §7; :func:`reduced_specialization_times` — the exact reduced (c, φ)
-  single-neuron flow behind them;
+  single-neuron flow behind them (rigorous brackets of these times:
+  :func:`certify.gauge.rigorous_specialization_times`; ``method="rigorous"`` of the sweeps reaches
+  it through :mod:`popdyn.plugins`);
 * :func:`ownership` — duplicate-neuron ownership experiments in population and finite-sample
   training.
 
@@ -22,20 +24,22 @@ The feature-ownership paper (abstract: "Training changes a network's predictions
 allocating task-relevant structure across its internal units");
 docs/design.md §7.
 """
-from ._bracket import NumericalBracket
+from ._bracket import NumericalBracket, hull, ratio_bracket, slope_bracket
 from ._decompose import (Decomposition, Drift, alignment, apply, conserved, conserved_drift,
                          contributions, decompose, group_contribution, identity_residuals,
                          require_homogeneous, set_ratio)
 from ._ownership import OTHERS, OwnershipRun, duplicate_start, ownership
-from ._reduced import (check_thresholds, engine_specialization_time, ratio_start, reduced_rhs,
-                       reduced_specialization_times, reduced_vs_engine, single_neuron_problem)
-from ._rigorous import reduced_field, rigorous_specialization_times
-from ._sweep import (METHODS, PARAMETRIZATIONS, REGIMES, Regime, RegimeResult, Sweep, SweepPoint,
+from ._reduced import (check_start, check_thresholds, engine_specialization_time, ratio_start,
+                       reduced_rhs, reduced_specialization_times, reduced_vs_engine,
+                       single_neuron_problem)
+from ._slow import slow_manifold
+from ._sweep import (MAX_STEPS, METHODS, PARAMETRIZATIONS, STIFF_DELTA, REGIMES, Regime, RegimeResult, Sweep, SweepPoint,
                      format_regime_table, gauge_sweep, regime_table)
 from ._times import RefinedTimes, SpecializationTimes, specialization_time, specialization_times
 
 __all__ = [
-    "METHODS", "reduced_field", "rigorous_specialization_times",
+    "MAX_STEPS", "METHODS", "STIFF_DELTA", "check_start", "hull", "ratio_bracket",
+    "slope_bracket", "slow_manifold",
     "Decomposition", "Drift", "NumericalBracket", "OTHERS", "OwnershipRun", "PARAMETRIZATIONS",
     "REGIMES", "RefinedTimes", "Regime", "RegimeResult", "SpecializationTimes", "Sweep",
     "SweepPoint", "alignment", "apply", "check_thresholds", "conserved", "conserved_drift",

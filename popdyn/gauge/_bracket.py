@@ -2,9 +2,10 @@
 
 Timescales measured here are :class:`NumericalBracket` objects tagged ``provenance="numerical"``
 (grid bracketing widened by step / tolerance refinement), except the validated-integration
-times of :mod:`popdyn.gauge._rigorous`, tagged ``"rigorous"``.  Ratios and slopes of rigorous
-brackets are computed in Arb with outward rounding and stay rigorous; any numerical input makes
-the result numerical.
+times of :func:`certify.gauge.rigorous_specialization_times`, tagged ``"rigorous"``.  Ratios and
+slopes of rigorous brackets are computed in Arb with outward rounding and stay rigorous (by
+:mod:`certify.gauge`, reached through the ``gauge_certifier`` service of :mod:`popdyn.plugins`);
+any numerical input makes the result numerical (float arithmetic here).
 """
 from __future__ import annotations
 
@@ -54,48 +55,37 @@ def _rigorous(*bs) -> bool:
     return all(b.provenance == "rigorous" for b in bs)
 
 
-def _outward(lo_ball, hi_ball, est):
-    """Float endpoints rounded outward from Arb balls, the estimate clamped inside."""
-    from certify import _arb as A  # lazy: certify -> popdyn, never back
+def _arb_arithmetic():
+    """The provider of the Arb arithmetic on rigorous brackets (``certify.gauge``)."""
+    from ..plugins import load
 
-    lo, hi = A.lower(lo_ball), A.upper(hi_ball)
-    return lo, hi, float(min(max(est, lo), hi))
+    return load("gauge_certifier")
 
 
 def ratio_bracket(num: NumericalBracket, den: NumericalBracket, method: str = "ratio") -> NumericalBracket:
     """Bracket of num/den for positive brackets (interval division).
 
-    When both inputs are ``rigorous`` the endpoints are computed in Arb and rounded outward,
-    and the result is ``rigorous``; otherwise float division, ``numerical``.
+    When both inputs are ``rigorous`` and finite the endpoints are computed in Arb and rounded
+    outward, and the result is ``rigorous`` (:func:`certify.gauge.ratio_bracket`); otherwise
+    float division, ``numerical``.
     """
     if not (num.lo > 0 and den.lo > 0):
         raise ValueError("ratio_bracket needs positive brackets")
-    est = num.estimate / den.estimate
     if _rigorous(num, den) and num.finite and den.finite:
-        from flint import arb
-        from certify import _arb as A  # lazy: certify -> popdyn, never back
-
-        with A.workprec(128):
-            lo, hi, est = _outward(arb(num.lo) / arb(den.hi), arb(num.hi) / arb(den.lo), est)
-        return NumericalBracket(lo, hi, est, method, provenance="rigorous")
+        return _arb_arithmetic().ratio_bracket(num, den, method)
+    est = num.estimate / den.estimate
     return NumericalBracket(num.lo / den.hi, num.hi / den.lo, est, method)
 
 
 def slope_bracket(x0: float, x1: float, y0: NumericalBracket, y1: NumericalBracket) -> NumericalBracket:
-    """Bracket of the local log-log slope log(y1/y0)/log(x1/x0) for x1 > x0 > 0."""
+    """Bracket of the local log-log slope log(y1/y0)/log(x1/x0) for x1 > x0 > 0.
+
+    Rigorous, finite, positive ``y0``, ``y1``: Arb logarithms rounded outward, ``rigorous``
+    (:func:`certify.gauge.slope_bracket`); otherwise float, ``numerical``."""
     if not (x1 > x0 > 0):
         raise ValueError("slope_bracket needs 0 < x0 < x1")
     if _rigorous(y0, y1) and y0.finite and y1.finite and y0.lo > 0 and y1.lo > 0:
-        from flint import arb
-        from certify import _arb as A  # lazy: certify -> popdyn, never back
-
-        with A.workprec(128):
-            dla = (arb(x1) / arb(x0)).log()
-            est = (np.log(y1.estimate) - np.log(y0.estimate)) / np.log(x1 / x0)
-            lo, hi, est = _outward((arb(y1.lo).log() - arb(y0.hi).log()) / dla,
-                                   (arb(y1.hi).log() - arb(y0.lo).log()) / dla, est)
-        return NumericalBracket(lo, hi, est, "local log-log slope from the two brackets (Arb)",
-                                provenance="rigorous")
+        return _arb_arithmetic().slope_bracket(x0, x1, y0, y1)
     dl = np.log(x1 / x0)
     return NumericalBracket((np.log(y1.lo) - np.log(y0.hi)) / dl,
                             (np.log(y1.hi) - np.log(y0.lo)) / dl,

@@ -32,7 +32,6 @@ import numpy as np
 from .. import _validate as V
 from ._bracket import NumericalBracket, hull, ratio_bracket, slope_bracket
 from ._reduced import RTOLS, check_thresholds, ratio_start, reduced_specialization_times
-from ._rigorous import STIFF_DELTA, rigorous_specialization_times
 
 PARAMETRIZATIONS = ("scaling", "ratio")
 METHODS = ("rigorous", "numerical")
@@ -41,8 +40,11 @@ METHODS = ("rigorous", "numerical")
 #: relaxes at rate ≈ S/2 while φ moves at rate ρ and an explicit Taylor method needs ~ S·T
 #: steps, use the slow-manifold tube instead)
 MAX_STEPS = 4000
+#: Δ at or below −STIFF_DELTA: the rigorous method encloses the times by the verified
+#: slow-manifold tube (:mod:`certify.gauge`), with no step budget
+STIFF_DELTA = 4.0
 
-__all__ = ["PARAMETRIZATIONS", "METHODS", "MAX_STEPS", "SweepPoint", "Sweep", "gauge_sweep", "Regime", "REGIMES",
+__all__ = ["PARAMETRIZATIONS", "METHODS", "MAX_STEPS", "STIFF_DELTA", "SweepPoint", "Sweep", "gauge_sweep", "Regime", "REGIMES",
            "RegimeResult", "regime_table", "format_regime_table"]
 
 
@@ -109,7 +111,9 @@ def _times(c0, ratio, cos0, thr, rtols, method="numerical", max_steps=MAX_STEPS,
         if len(_CACHE) > 4096:
             _CACHE.clear()
         if method == "rigorous":
-            from certify import CertificationError  # lazy: certify -> popdyn, never back
+            from ..plugins import load
+
+            rigorous = load("gauge_certifier")     # certify.gauge (popdyn.plugins)
 
             num, nf = _times(c0, ratio, cos0, thr, rtols, "numerical")
             Delta = ratio_start(c0, ratio)[2]
@@ -125,10 +129,10 @@ def _times(c0, ratio, cos0, thr, rtols, method="numerical", max_steps=MAX_STEPS,
                        f"predicted (|Δ|·T, stiff) > budget {max_steps}")
             else:
                 try:
-                    _CACHE[key] = rigorous_specialization_times(
+                    _CACHE[key] = rigorous.rigorous_specialization_times(
                         c0, ratio, None if d is not None else cos0, thr, max_steps=max_steps,
                         d=d)
-                except CertificationError as exc:
+                except rigorous.CertificationError as exc:
                     why = f"rigorous enclosure not obtained ({exc})"
             if why is not None:
                 _CACHE[key] = ([NumericalBracket(b.lo, b.hi, b.estimate,
@@ -162,12 +166,13 @@ def gauge_sweep(parametrization: str, gauges, *, c0: float, d: int, thresholds=(
         Integration tolerances of the refinement rule (see
         :func:`popdyn.gauge.reduced_specialization_times`).
     method : {"numerical", "rigorous"}
-        "rigorous": validated Taylor integration (:func:`popdyn.gauge.rigorous_specialization_times`,
-        brackets tagged ``rigorous``; ratios and slopes in Arb), falling back per gauge point to
+        "rigorous": validated Taylor integration (:func:`certify.gauge.rigorous_specialization_times`,
+        reached through the ``gauge_certifier`` service of :mod:`popdyn.plugins`; brackets tagged
+        ``rigorous``; ratios and slopes in Arb), falling back per gauge point to
         the numerical bracket (tagged ``numerical``, the reason in its ``method``) when the
         enclosure fails or needs more than ``max_steps`` validated steps.  Stiff opposite
         gauges (Δ ≤ −STIFF_DELTA) use the verified slow-manifold tube
-        (:mod:`popdyn.gauge._slow`), not the explicit method, and no step budget.
+        (:mod:`certify.gauge`), not the explicit method, and no step budget.
 
     Returns
     -------

@@ -43,9 +43,9 @@ from ._smooth import loss_grad_hessian as smooth_loss_grad_hessian  # smooth stu
 
 __all__ += ["smooth_loss_grad_hessian"]
 from ._critical import (KINDS, METHODS, Classification, CriticalPoint, Reduced,
-                        boundary_derivative, classify, find_critical_points, reduce,
+                        boundary_derivative, classify, find_critical_points, polish, reduce,
                         reduced_loss_grad_hessian, same_point)
 
 __all__ += ["KINDS", "METHODS", "Classification", "CriticalPoint", "Reduced",
-            "boundary_derivative", "classify", "find_critical_points", "reduce",
+            "boundary_derivative", "classify", "find_critical_points", "polish", "reduce",
             "reduced_loss_grad_hessian", "same_point"]

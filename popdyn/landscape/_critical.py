@@ -347,7 +347,10 @@ def same_point(r1: Reduced, r2: Reduced, tol: float = 1e-6) -> bool:
     return bool(np.max(C[i, j]) <= tol * scale)
 
 
-def _polish(r, teacher, gtol, steps=30):
+def polish(r, teacher, gtol, steps=30):
+    """Newton polishing of the reduced point ``r`` (:class:`Reduced`): up to ``steps`` least-squares
+    Newton steps on the exact reduced gradient and Hessian, stopping once |∇L| ≤ 1e-3·``gtol`` or
+    when a unit would vanish; returns the iterate of smallest |∇L| (a :class:`Reduced`)."""
     x = r.vector()
     best = None
     for _ in range(steps):
@@ -447,7 +450,7 @@ def find_critical_points(student, teacher, starts, *, method: str = "trust-exact
                 mass = r.masses()
                 keep = mass > prune * max(mass.max(), ref)
                 if keep.all():
-                    r = _polish(r, teacher, gtol)
+                    r = polish(r, teacher, gtol)
                     mass = r.masses()
                     keep = mass > prune * max(mass.max(), ref)
                     if keep.all():

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import minimize
 
+from certify import landscape_empirical as CE
 from popdyn.landscape import empirical as E
 
 
@@ -176,7 +177,7 @@ def _fista_group_lasso_2d(X, y, beta, patterns, iters=4000):
 def test_global_optimum_against_independent_enumeration():
     rng = np.random.default_rng(11)
     X, y, lam = rng.normal(size=(4, 2)), rng.normal(size=4), 0.05
-    opt = E.global_optimum(X, y, lam)
+    opt = CE.global_optimum(X, y, lam)
     assert opt.status == "Solved" and opt.gap <= 1e-9 and opt.lower <= opt.upper
     # the patterns enumerated here by a sweep of directions, the convex program solved by SLSQP
     t = np.linspace(0, 2 * np.pi, 20_001)
@@ -203,7 +204,7 @@ def test_global_optimum_against_independent_enumeration():
 def test_lower_bound_below_every_network(seed, m, scale):
     X = np.array([[0.3, -1.2], [1.1, 0.4], [-0.7, 0.9], [0.2, 0.5], [-1.0, -0.3]])
     y = np.array([0.5, -0.2, 0.8, 0.1, -0.6])
-    opt = _OPT.setdefault("o", E.global_optimum(X, y, 0.02))
+    opt = _OPT.setdefault("o", CE.global_optimum(X, y, 0.02))
     r = np.random.default_rng(seed)
     z = scale * r.normal(size=3 * m)
     assert _np_loss_grad(z, X, y, 0.02, m)[0] >= opt.lower
@@ -216,34 +217,34 @@ def test_certify_global_and_spurious():
     lam = 1e-2
     Xg, yg = E.make_data("gaussian", 6, 2, 1)
     Pg = E.activation_patterns(Xg)
-    og = E.global_optimum(Xg, yg, lam, Pg)
-    c = E.certify_state(Xg, yg, lam, og.a, og.W, patterns=Pg)
+    og = CE.global_optimum(Xg, yg, lam, Pg)
+    c = CE.certify_state(Xg, yg, lam, og.a, og.W, patterns=Pg)
     assert c.verdict == "local_min" and c.strict, c.reason
     assert E.classify(c, og.lower, og.upper, global_tol=1e-9) == "global"
     assert c.loss[0] <= og.upper and c.loss[1] >= og.lower and c.lam_min[0] > 0
     # the same point with a zero unit added: a critical point, global, not a saddle
-    cz = E.certify_state(Xg, yg, lam, np.append(og.a, 0.0), np.vstack([og.W, np.zeros(2)]),
+    cz = CE.certify_state(Xg, yg, lam, np.append(og.a, 0.0), np.vstack([og.W, np.zeros(2)]),
                          patterns=Pg)
     assert cz.verdict == "critical" and cz.margin[1] >= 0
     assert E.classify(cz, og.lower, og.upper, global_tol=1e-9) == "global"
     X, y = E.make_data("orthogonal", 3, 3, 3)
     P = E.activation_patterns(X)
-    opt = E.global_optimum(X, y, lam, P)
+    opt = CE.global_optimum(X, y, lam, P)
     # one positive unit on the positive labels, the negative label's point at an exact kink
     # (r_l a > 0 there): a local minimum above the global one (which needs a negative unit)
     a, W = np.array([1.0]), np.where(y > 0, 1.0, 0.0)[None, :]
     a, W, _, _, _ = E.train_gd(X, y, lam, a, W, lr=0.5, steps=3000)
-    c1 = E.certify_state(X, y, lam, a, W, patterns=P)
+    c1 = CE.certify_state(X, y, lam, a, W, patterns=P)
     assert c1.verdict == "local_min", c1.reason
     assert E.classify(c1, opt.lower, opt.upper, global_tol=1e-9) == "spurious"
     # the unit on the largest label alone: the other positive label's point sits at a kink with
     # r_l a < 0 (GD with relu'(0) = 0 stops there): not a local minimum
     a, W = np.array([1.0]), np.eye(3)[[int(np.argmax(y))]]
     a, W, _, _, _ = E.train_gd(X, y, lam, a, W, lr=0.5, steps=3000)
-    c2 = E.certify_state(X, y, lam, a, W, patterns=P)
+    c2 = CE.certify_state(X, y, lam, a, W, patterns=P)
     assert c2.verdict == "saddle" and "kink" in c2.reason
     # θ = 0 with labels the network can fit is a saddle
-    c0 = E.certify_state(X, y, lam, np.zeros(2), np.zeros((2, 3)), patterns=P)
+    c0 = CE.certify_state(X, y, lam, np.zeros(2), np.zeros((2, 3)), patterns=P)
     assert c0.verdict == "saddle"
 
 

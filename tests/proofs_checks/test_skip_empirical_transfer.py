@@ -1,4 +1,4 @@
-"""Tests of the ``skip_empirical_transfer`` check and of popdyn._skip_empirical.
+"""Tests of the ``skip_empirical_transfer`` check and of popdyn.skip_empirical.
 
 References are independent of the code under test: an empirical loss written here in mpmath
 (50 digits) and differentiated by central differences; Monte Carlo over independent data sets
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import popdyn
-from popdyn._skip_empirical import (circle_w1, data_accuracy, empirical_loss,
+from popdyn.skip_empirical import (circle_w1, data_accuracy, empirical_loss,
                                     empirical_loss_and_grad, gradient_descent)
 from proofs_checks import VERDICTS, Verdict, run_check
 from proofs_checks import skip_empirical_transfer as SE

@@ -1,6 +1,6 @@
 r"""Rigorous specialization times of the exact reduced single-neuron flow.
 
-The reduced (c, φ) flow of :mod:`popdyn.gauge._reduced` (docs/design.md §7; the feature-ownership
+The reduced (c, φ) flow of :func:`popdyn.gauge.reduced_rhs` (docs/design.md §7; the feature-ownership
 paper), with Δ = a² − |w|² = c0 (D − 1/D) conserved,
 
     ċ = −S (c/2 − k(φ)),      φ̇ = ρ k'(φ),
@@ -23,29 +23,26 @@ the initial cosine is the real number 1/√d itself (not its float): φ0 = arcco
 enclosed in Arb and the whole ball of initial values is carried by the integrators.
 
 Stiff opposite gauges (Δ ≤ −STIFF_DELTA): the explicit method would need ~|Δ|·T steps; they
-are enclosed instead by the verified slow-manifold tube of :mod:`popdyn.gauge._slow` (the
+are enclosed instead by the verified slow-manifold tube of :mod:`certify.gauge._slow` (the
 explicit integrator only carries the fast transient into the tube).
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
 from flint import arb
 
-from ._bracket import NumericalBracket
+from popdyn.gauge import STIFF_DELTA, NumericalBracket, check_start, check_thresholds
+
+from .. import _arb as A
+from ..errors import CertificationError
+from ..ode import CrossingSpec, crossing_times
 from ._field import reduced_field
-from ._reduced import check_start, check_thresholds
 
-__all__ = ["reduced_field", "rigorous_specialization_times", "STIFF_DELTA", "start_angle"]
-
-#: Δ at or below −STIFF_DELTA uses the slow-manifold tube (``stiff="auto"``)
-STIFF_DELTA = 4.0
+__all__ = ["rigorous_specialization_times", "start_angle"]
 
 
 def _spec(field_, tau):
-    from certify.ode import CrossingSpec  # lazy: certify -> popdyn, never back
-
     t = arb(float(tau))
 
     def section(x):
@@ -93,7 +90,8 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
         If given, the start cosine is the real 1/√d (enclosed), not the float ``cos0``
         (which may then be None).
     stiff : {"auto", "tube", "explicit"}
-        "auto": the slow-manifold tube (:mod:`popdyn.gauge._slow`) when Δ ≤ −STIFF_DELTA,
+        "auto": the slow-manifold tube (:mod:`certify.gauge._slow`) when Δ ≤
+        −:data:`popdyn.gauge.STIFF_DELTA`,
         the explicit Taylor–Lohner integrator otherwise.
 
     Returns
@@ -106,11 +104,6 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
     certify.CertificationError
         When the validated enclosures cannot separate a crossing.
     """
-    from certify import _arb as A  # lazy: certify -> popdyn, never back
-    from certify.ode import crossing_times  # lazy: certify -> popdyn, never back
-
-    from certify import CertificationError  # lazy: certify -> popdyn, never back
-
     if stiff not in ("auto", "tube", "explicit"):
         raise ValueError(f"`stiff` must be one of ('auto', 'tube', 'explicit'), got {stiff!r}")
     c0, ratio, cos0 = check_start(c0, ratio, 1 / math.sqrt(d) if cos0 is None and d is not None
@@ -122,7 +115,7 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
         phi0 = start_angle(cos0, d)
         use_tube = stiff == "tube" or (stiff == "auto" and bool(Delta <= -STIFF_DELTA))
         if use_tube:
-            from ._slow import slow_tube_times  # lazy: stiff starts only; off `import popdyn`
+            from ._slow import slow_tube_times  # lazy: stiff starts only
 
             cs = phi0.cos()
             out: list[NumericalBracket | None] = []

@@ -1,5 +1,5 @@
 """Rigorous specialization times of the stiff opposite gauges (the verified slow-manifold tube of
-popdyn.gauge._slow) against an independent reference.
+certify.gauge) against an independent reference.
 
 The reference integrates the *unreduced* gradient flow of the bias-free single neuron in the
 plane of (u, θ0) — state (a, w1, w2), L = ½E[(a relu(w·x) − relu(u·x))²] with the arc-cosine
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import Phase, given, settings, strategies as st
 from scipy.integrate import solve_ivp
 
-from popdyn.gauge import rigorous_specialization_times
+from certify.gauge import rigorous_specialization_times
 
 
 def _field(t, y):
@@ -62,7 +62,8 @@ def test_tube_needs_a_real_tube_radius():
     from flint import arb
 
     from certify import _arb as A
-    from popdyn.gauge._slow import SlowTube, _enclose, slow_manifold
+    from certify.gauge._slow import SlowTube, _enclose
+    from popdyn.gauge import slow_manifold
 
     with A.workprec(128):
         Delta = -40.0
@@ -81,7 +82,7 @@ def test_tube_needs_a_real_tube_radius():
 def test_exact_inverse_sqrt_d_start():
     from certify import _arb as A
 
-    from popdyn.gauge._rigorous import start_angle
+    from certify.gauge import start_angle
 
     with A.workprec(128):
         phi = start_angle(None, 10)

@@ -1,9 +1,11 @@
 """The reduced single-neuron (c, φ) vector field in Arb, shared by the explicit validated path
-(:mod:`popdyn.gauge._rigorous`) and the slow-manifold tube (:mod:`popdyn.gauge._slow`); its own
+(:mod:`certify.gauge._rigorous`) and the slow-manifold tube (:mod:`certify.gauge._slow`); its own
 module so that neither of the two imports the other (no import cycle)."""
 from __future__ import annotations
 
 from flint import arb
+
+from ..ode import VectorField
 
 __all__ = ["reduced_field"]
 
@@ -11,8 +13,6 @@ __all__ = ["reduced_field"]
 def reduced_field(Delta):
     """The :class:`certify.ode.VectorField` of the reduced (c, φ) flow for conserved ``Delta``
     (an ``arb`` or a float, meaning its exact value)."""
-    from certify.ode import VectorField  # lazy: certify -> popdyn, never back
-
     D = arb(Delta)
     neg = bool(D < 0)
     if not (neg or D >= 0):

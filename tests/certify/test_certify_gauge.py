@@ -20,7 +20,8 @@ import mpmath as mp
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from popdyn.gauge import ratio_start, reduced_rhs, rigorous_specialization_times
+from certify.gauge import rigorous_specialization_times
+from popdyn.gauge import ratio_start, reduced_rhs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.append(os.path.join(ROOT, "data", "_precompute"))

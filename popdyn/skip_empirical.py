@@ -1,5 +1,5 @@
 r"""Finite-sample loss, gradient and gradient descent of the ``skip`` student, and the angular
-accuracy of a planar data set (private helpers of the check ``skip_empirical_transfer``).
+accuracy of a planar data set (used by the check ``skip_empirical_transfer``).
 
 The student (:mod:`popdyn.skip`) is f(x) = s Σ_j a_j σ(w_j·x + b_j) + v·x + c.  On samples
 (X, y), X of shape (n, d), with residuals r_i = f(x_i) − y_i,
