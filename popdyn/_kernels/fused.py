@@ -191,7 +191,7 @@ def _pl_moments_ws(p, q, W, b, bias, tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1,
 def ridge_loss(s, a, c, C, mu0, Ct, v, ey, ey2):
     """L = ½(s² aᵀCa + 2sc aᵀμ0 + c² − 2(s aᵀCᵀv + c E[y]) + E[y²]) from the moments (the
     terms grouped as E[f²] − 2E[fy] + E[y²] to limit cancellation): the one evaluation of the
-    ridge family's loss (:class:`popdyn.models.RidgeFamily` and :func:`pl_loss_grad`)."""
+    ridge family's loss (:class:`popdyn.families.ridge.RidgeFamily` and :func:`pl_loss_grad`)."""
     ff = s * s * (a @ (C @ a)) + 2.0 * s * c * (a @ mu0) + c * c
     fy = s * (a @ (Ct @ v)) + c * ey
     return 0.5 * (ff - 2.0 * fy + ey2)
