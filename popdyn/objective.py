@@ -218,7 +218,9 @@ def _closed(fam: StudentFamily, student: AnyStudent, teacher: Teacher, rtol: flo
     estimate, the family's own evaluation is returned (the integrators' bits, no overhead)."""
     if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
         raise ValueError(f"`rtol` must be a float in (0, 1), got {rtol!r}")
-    return bool(getattr(fam, "fused", False)) and _mom.closed_form(student, teacher)
+    from .families import capability
+
+    return capability(fam, "fused_kernel") is not None and _mom.closed_form(student, teacher)
 
 
 def _contract_grad(fam, params, teacher, rtol, with_loss):

@@ -822,6 +822,7 @@ def affine_problem(student, params, teacher, prob, rtol):
     if (capability(family_of(student), "ridge_readout") is None or student.act.kind != "pl"
             or not student.bias or not np.all(np.isfinite(params.W))):
         return None
+    act = student.act
     W = np.asarray(params.W, dtype=np.float64)
     b = np.asarray(params.b, dtype=np.float64)
     al = np.sqrt(np.einsum("ij,ij->i", W, W))
