@@ -845,8 +845,31 @@ def run_one(i: int, seed: int) -> dict:
 
 
 # ------------------------------------------------------------------------------ driver
+def _warm():
+    """Compile the float engine's kernels before any case is timed: the first float side of a
+    worker would otherwise spend its --float-timeout budget in numba's compiler."""
+    import warnings
+
+    import popdyn
+    from popdyn.diagnostics.agop import agop
+
+    U = np.eye(2)[:1]
+    for act in ACTS:
+        S = popdyn.Student(2, 2, act, bias=True)
+        p = popdyn.Params(np.array([0.7, -0.4]), np.array([[0.9, 0.2], [-0.3, 1.1]]),
+                          np.array([0.1, -0.2]))
+        for T in (popdyn.Teacher.additive("h2", U), popdyn.Teacher.additive("relu", U),
+                  popdyn.Teacher.network("relu", [1.0], [[1.0, 0.0]], [0.0])):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                popdyn.population_loss(S, p, T, rtol=1e-12, full_output=True)
+                agop(S, p, rtol=1e-12)
+
+
 def _init(opt):
     OPT.update(opt)
+    if OPT.get("float_timeout", 0) > 0:
+        _warm()
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C
     try:                                             # Linux: die with the parent (no orphans)
         import ctypes
@@ -983,6 +1006,8 @@ def main(argv=None):
 
     try:
         if args.workers <= 1:
+            if opt.get("float_timeout", 0) > 0:
+                _warm()
             for i in todo:
                 take(_work((i, args.seed)))
         else:
