@@ -21,7 +21,8 @@ multi-index teachers, whose brackets come from the float64 engine with its estim
 error doubled plus a rounding allowance of 1e−13 of the loss scale (an estimate, not a bound).
 
 Other student families are bracketed by the certifier their module registers in
-:mod:`certify._families` (SwiGLU: :mod:`certify.swiglu`; the linear skip: :mod:`certify.skip`).
+:mod:`certify._families` (the ridge family: :mod:`certify.ridge`; SwiGLU: :mod:`certify.swiglu`;
+the linear skip: :mod:`certify.skip`).
 """
 from __future__ import annotations
 
@@ -158,20 +159,14 @@ def loss(student: AnyStudent, params: AnyParams, teacher: Teacher, *, prec: int 
     prec = A.check_prec(prec)
     if not isinstance(grad, bool):
         raise TypeError(f"`grad` must be a bool, got {grad!r}")
-    fam = family_of(student)
-    certifier = _families.LOSS.get(fam.name)    # ridge (below), skip, swiglu
-    if certifier is None:                       # no certified moments for this family's terms
+    certifier = _families.of(student)           # ridge (certify.ridge), skip, swiglu
+    if certifier.loss is None:                  # no certified moments for this family's terms
         _check_inputs(student, params, teacher)
-        if grad:
-            raise CertificationError(f"the gradient of a {fam.label} student is not certified",
-                                     hint="grad=False (the loss), or popdyn.population_grad")
-        return _numerical_loss(student, params, teacher, prec)
-    if grad and fam.name not in _families.GRAD:
-        raise CertificationError(f"the gradient of a {fam.label} student is not certified",
-                                 hint="grad=False (the loss), or popdyn.population_grad")
     if grad:
-        return certifier(student, params, teacher, prec=prec, grad=True)
-    return certifier(student, params, teacher, prec=prec)
+        return certifier.require("grad", student)(student, params, teacher, prec=prec, grad=True)
+    if certifier.loss is None:
+        return _numerical_loss(student, params, teacher, prec)
+    return certifier.loss(student, params, teacher, prec=prec)
 
 
 def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = False):
@@ -321,5 +316,3 @@ def _numerical_loss(student, params, teacher, prec):
     mb = Bracket.enclosing(ey - verr, ey + verr, provenance="numerical", note=note)
     return LossBracket(Lb, mse, nb, vb, mb, "numerical", prec, None, (note,))
 
-
-_families.register("ridge", loss=_ridge_family_loss, grad=True)

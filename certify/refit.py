@@ -38,7 +38,6 @@ is the risk of that head; the bracket is on the infimum over all heads.
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -319,36 +318,13 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
     """
     prec = A.check_prec(prec)
     kind = check_kind(kind)
-    entry = _families.REFIT.get(student.family.name)    # ridge (below), skip, swiglu
-    if entry is None:
-        raise CertificationError(
-            f"certified refit covers the families {sorted(_families.REFIT)}, not "
-            f"{student.family.label} students", hint="use popdyn.diagnostics.refit_risk for a "
-            "float64 value")
+    refit_of = _families.of(student).require("refit", student)    # ridge, skip, swiglu
     kinds = student.family.refit_kinds                  # the float side's kinds
     if kind not in kinds:
         raise ValueError(f"`kind`={kind!r} is not defined for {student.family.label} students; "
                          f"use one of {', '.join(repr(k) for k in kinds)}")
     budget, rcond, equilibrate = check_refit_args(kind, budget, rcond, equilibrate)
-    if entry.standalone:
-        # the family checks its own arguments and covers its own teachers
-        _problem_of = entry.build
-    else:
-        _check(student, params, teacher)
-        _problem_of = _problem
-        if not student_supported(student):      # pragma: no cover - every activation is covered
-            raise CertificationError(
-                f"certified refit does not cover {student.activation!r} students",
-                hint="use popdyn.diagnostics.refit_risk for a float64 value")
-        covered, _ = pair_supported(student, teacher)
-        if not covered:
-            covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
-        if not covered and not teacher.ridge:
-            _problem_of = _multi_index_problem      # other multi-index teachers: numerical
-        elif not covered:
-            raise CertificationError("certified refit needs a PL teacher network or an "
-                                     "additive teacher", hint="use popdyn.diagnostics.refit_risk")
-        _problem_of = functools.partial(entry.build, base=_problem_of)
+    _problem_of = refit_of(student, params, teacher)    # checks what the family covers
     if kind == "projected":
         Sx, axes = teacher_frame(teacher if U is None else U, student.d)
         assert isinstance(params, Params)        # "projected" is a ridge / skip refit kind
@@ -517,9 +493,29 @@ def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
     return A.lower(lb) if lb.is_finite() else None
 
 
-def _ridge_refit_problem(student, params, teacher, prec, *, base):
-    """The ridge family's refit quadratic: the builder ``base`` chosen above, unchanged."""
-    return base(student, params, teacher, prec)
+def teacher_covered(student, teacher) -> bool:
+    """Whether the certified moments of the ridge student form cover ``teacher``: the pairs of
+    :func:`certify.moments.pair_supported`, PL students against smooth networks
+    (:mod:`certify.pl_smooth`) and gated teachers (:mod:`certify.gated`, for families whose
+    certifier has ``gated_moments``).  Used by :func:`ridge_refit` and
+    :func:`certify.bounded_refit`."""
+    covered, _ = pair_supported(student, teacher)
+    return covered or pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
 
 
-_families.register("ridge", refit=_ridge_refit_problem)
+def ridge_refit(student, params, teacher):
+    """The ridge family's refit builder (:class:`certify._families.Certifier` ``refit``):
+    checks the arguments and returns :func:`_problem` for the teachers the certified moments
+    cover, :func:`_multi_index_problem` (numerical) for other multi-index teachers; refuses
+    other teachers with one line."""
+    _check(student, params, teacher)
+    if not student_supported(student):      # pragma: no cover - every activation is covered
+        raise CertificationError(
+            f"certified refit does not cover {student.activation!r} students",
+            hint="use popdyn.diagnostics.refit_risk for a float64 value")
+    if teacher_covered(student, teacher):
+        return _problem
+    if not teacher.ridge:
+        return _multi_index_problem             # other multi-index teachers: numerical
+    raise CertificationError("certified refit needs a PL teacher network or an "
+                             "additive teacher", hint="use popdyn.diagnostics.refit_risk")

@@ -52,6 +52,7 @@ from flint import arb
 from popdyn.teachers.gated import GatedTeacher
 
 from . import _arb as A
+from . import _families
 from . import gated as GT
 from . import smooth as SM
 from . import swiglu as SW
@@ -183,4 +184,5 @@ def swiglu_gated_refit_problem(student, params, teacher, prec):
                 SW._SwiGLUCM())
 
 
-SW.TEACHER_CERTIFIERS.append((covers, swiglu_gated_loss, swiglu_gated_refit_problem))
+_families.register_source(_families.MomentSource(
+    SW.SWIGLU_FAMILY, "gated teachers", covers, swiglu_gated_loss, swiglu_gated_refit_problem))
