@@ -1,6 +1,8 @@
 """Certifiers by student family (:mod:`popdyn.families`): one :class:`Certifier` object per
-family, holding every certified operation of that family, and one table of the moment sources
-that certify a family against further teacher classes (:class:`MomentSource`).
+family, holding every certified operation of that family, and one (family, teacher class) table
+of the moment sources that certify a family against further teacher classes
+(:class:`MomentSource`: :mod:`certify.pl_smooth` and :mod:`certify.gated` for the ridge family,
+:mod:`certify.swiglu_gated` for SwiGLU).
 
 A family's certify module registers its certifier at import (:mod:`certify.ridge`,
 :mod:`certify.skip`, :mod:`certify.swiglu`); :func:`certify.loss`, :func:`certify.alignment`
@@ -39,9 +41,6 @@ class Certifier:
         returns the builder ``build(student, params, teacher, prec) -> (G, g, V, moments)`` of
         the refit quadratic (:func:`certify.refit_risk`).  The refit kinds are the family's own
         (``student.family.refit_kinds``), as on the float side.
-    gated_moments : bool
-        Whether the Hermite moments of gated teachers (:mod:`certify.gated`) apply to the
-        family's students as they stand (the ridge student form).
     """
 
     family: str
@@ -49,10 +48,12 @@ class Certifier:
     grad: bool = False
     alignment: Optional[Callable] = None
     refit: Optional[Callable] = None
-    gated_moments: bool = False
 
     def covers(self, operation: str) -> bool:
         """Whether the family has a certified ``operation`` (one of :data:`OPERATIONS`)."""
+        if operation not in OPERATIONS:
+            raise ValueError(f"`operation` must be one of {', '.join(map(repr, OPERATIONS))}, "
+                             f"got {operation!r}")
         if operation == "grad":
             return self.loss is not None and self.grad
         return getattr(self, OPERATIONS[operation]) is not None
@@ -60,9 +61,8 @@ class Certifier:
     def require(self, operation: str, student) -> Callable:
         """The callable of ``operation`` ("loss", "grad", "alignment", "refit"), or one
         :class:`CertificationError` line naming the families that have it."""
-        fn = getattr(self, OPERATIONS[operation])
-        if fn is not None and self.covers(operation):
-            return fn
+        if self.covers(operation):
+            return getattr(self, OPERATIONS[operation])
         label = family_of(student).label
         if operation == "grad":
             raise CertificationError(f"the gradient of a {label} student is not certified",
@@ -105,7 +105,10 @@ def names(operation: str) -> list:
 
 
 class MomentSource(NamedTuple):
-    """A module that certifies a family against a further teacher class.
+    """A module that certifies a family against a further teacher class: either the moments
+    of the family's own assembly (``moments``; the ridge family's :mod:`certify.pl_smooth` and
+    :mod:`certify.gated`) or the loss and refit quadratic outright (``loss``, ``refit``;
+    :mod:`certify.swiglu_gated`).
 
     Attributes
     ----------
@@ -114,18 +117,22 @@ class MomentSource(NamedTuple):
     teachers : str
         What the source covers, for messages ("gated teachers").
     covers : callable
-        ``covers(teacher) -> bool``.
-    loss : callable
+        ``covers(student, teacher) -> bool``.
+    moments : callable, optional
+        ``moments(student, params, teacher, *, prec)`` -> the certified-moments record the
+        family's assembly reads (:class:`certify.moments.CertifiedMoments` fields).
+    loss : callable, optional
         ``loss(student, params, teacher, prec) -> LossBracket``.
-    refit : callable
+    refit : callable, optional
         ``refit(student, params, teacher, prec) -> (G, g, V, moments)``.
     """
 
     family: str
     teachers: str
     covers: Callable
-    loss: Callable
-    refit: Callable
+    moments: Optional[Callable] = None
+    loss: Optional[Callable] = None
+    refit: Optional[Callable] = None
 
 
 #: every registered :class:`MomentSource`, in registration order
@@ -141,6 +148,15 @@ def register_source(source: MomentSource) -> MomentSource:
     return source
 
 
-def source(family: str, teacher) -> Optional[MomentSource]:
-    """The first registered moment source of ``family`` that covers ``teacher``, or None."""
-    return next((s for s in SOURCES if s.family == family and s.covers(teacher)), None)
+def source(student, teacher) -> Optional[MomentSource]:
+    """The first moment source registered for ``student``'s family that covers the pair, or
+    None (``TypeError`` for non-students)."""
+    name = family_of(student).name
+    return next((s for s in SOURCES if s.family == name and s.covers(student, teacher)), None)
+
+
+def has_source(student, moments: Callable) -> bool:
+    """Whether ``moments`` is registered as a moment source of ``student``'s family (without
+    asking any source's ``covers``)."""
+    name = family_of(student).name
+    return any(s.family == name and s.moments is moments for s in SOURCES)

@@ -76,11 +76,12 @@ def _gate(teacher):
 
 
 def covers(student, teacher) -> bool:
-    """Whether the pair is a relu / leaky_relu / smooth student of a family whose certifier
-    takes these moments (``gated_moments``: the ridge student form) against a gated teacher."""
+    """Whether the pair is a relu / leaky_relu / smooth student of a family for which
+    :func:`gated_moments` is a registered moment source (the ridge family:
+    :mod:`certify.ridge`) against a gated teacher."""
     if getattr(student, "family", None) is None or not isinstance(teacher, GatedTeacher):
         return False
-    if not _families.of(student).gated_moments:
+    if not _families.has_source(student, gated_moments):
         return False
     return _gate(teacher) in GATES and student.act.kind in ("pl", "smooth")
 

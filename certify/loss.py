@@ -37,7 +37,6 @@ from popdyn.objective import population_loss
 
 from . import _arb as A
 from . import _families
-from . import gated, pl_smooth
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -180,11 +179,11 @@ def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = Fals
                 f"the gradient against {type(teacher).__name__} (gated / multi-index) teachers "
                 "is not certified", hint="grad=False (a numerical loss bracket), or "
                 "popdyn.population_grad")
-        if not gated.covers(student, teacher):
+        CM = _source_moments(student, params, teacher, prec)   # rigorous (certify.gated)
+        if CM is None:
             return _numerical_loss(student, params, teacher, prec)
-        CM = gated.gated_moments(student, params, teacher, prec=prec)      # rigorous
-    elif not grad and pl_smooth.covers(student, teacher):                # rigorous
-        CM = pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
+    elif not grad:
+        CM = _source_moments(student, params, teacher, prec)   # rigorous (certify.pl_smooth)
     else:
         CM = None
     covered, rigorous = (True, True) if CM is not None else pair_supported(student, teacher)
@@ -205,6 +204,15 @@ def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = Fals
         prov = "rigorous" if CM.rigorous else "numerical"
         g = _grad(student, params, teacher, CM, s, a, c, prov) if grad else None
         return _brackets(L, CM, prec, g)
+
+
+def _source_moments(student, params, teacher, prec):
+    """The moments of the moment source registered for the pair (:mod:`certify.ridge`), or
+    None when no source covers it."""
+    src = _families.source(student, teacher)
+    if src is None or src.moments is None:
+        return None
+    return src.moments(student, params, teacher, prec=prec)
 
 
 def _ridge_loss(CM, s, a, c):

@@ -54,7 +54,6 @@ from popdyn.objective import check_inputs as _check
 
 from . import _arb as A
 from . import _families
-from . import gated, pl_smooth
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -124,13 +123,13 @@ def _norm2(a: arb_mat):
 
 
 def _moments(student, params, teacher, prec):
-    """The certified moments of the refit quadratic: :mod:`certify.pl_smooth` for PL students
-    against smooth teacher networks, :mod:`certify.gated` for gated teachers,
+    """The certified moments of the refit quadratic: those of the moment source registered for
+    the pair (:mod:`certify.ridge`: :mod:`certify.pl_smooth` for PL students against smooth
+    teacher networks, :mod:`certify.gated` for gated teachers),
     :func:`certify.moments.certified_moments` otherwise."""
-    if pl_smooth.covers(student, teacher):
-        return pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
-    if gated.covers(student, teacher):
-        return gated.gated_moments(student, params, teacher, prec=prec)
+    src = _families.source(student, teacher)
+    if src is not None and src.moments is not None:
+        return src.moments(student, params, teacher, prec=prec)
     return certified_moments(student, params, teacher, prec=prec)
 
 
@@ -495,12 +494,11 @@ def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
 
 def teacher_covered(student, teacher) -> bool:
     """Whether the certified moments of the ridge student form cover ``teacher``: the pairs of
-    :func:`certify.moments.pair_supported`, PL students against smooth networks
-    (:mod:`certify.pl_smooth`) and gated teachers (:mod:`certify.gated`, for families whose
-    certifier has ``gated_moments``).  Used by :func:`ridge_refit` and
-    :func:`certify.bounded_refit`."""
+    :func:`certify.moments.pair_supported` and those of a moment source registered for the
+    student's family (:mod:`certify.ridge`: PL students against smooth networks, gated
+    teachers).  Used by :func:`ridge_refit` and :func:`certify.bounded_refit`."""
     covered, _ = pair_supported(student, teacher)
-    return covered or pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
+    return covered or _families.source(student, teacher) is not None
 
 
 def ridge_refit(student, params, teacher):

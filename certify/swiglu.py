@@ -494,10 +494,10 @@ SWIGLU_FAMILY = _SWIGLU_SPEC.name
 _SETUP_CACHE: list = []
 
 
-def _teacher_source(teacher):
+def _teacher_source(student, teacher):
     """The moment source (:class:`certify._families.MomentSource`) that certifies SwiGLU
     students against ``teacher`` beyond the polynomial class (:mod:`certify.swiglu_gated`)."""
-    return _families.source(SWIGLU_FAMILY, teacher)
+    return _families.source(student, teacher)
 
 
 def _setup(student, params, extra_rows, prec, N=None):
@@ -583,8 +583,8 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
-    ext = _teacher_source(teacher) if poly is None else None
-    if ext is not None:
+    ext = _teacher_source(student, teacher) if poly is None else None
+    if ext is not None and ext.loss is not None:
         return ext.loss(student, params, teacher, prec)
     if poly is None:
         return _numerical_loss(student, params, teacher, prec,
@@ -725,8 +725,8 @@ def swiglu_refit_problem(student, params, teacher, prec):
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
-    ext = _teacher_source(teacher) if poly is None else None
-    if ext is not None:
+    ext = _teacher_source(student, teacher) if poly is None else None
+    if ext is not None and ext.refit is not None:
         return ext.refit(student, params, teacher, prec)
     if poly is None:
         return _numerical_refit_problem(student, params, teacher, prec)

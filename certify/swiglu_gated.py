@@ -184,5 +184,13 @@ def swiglu_gated_refit_problem(student, params, teacher, prec):
                 SW._SwiGLUCM())
 
 
-_families.register_source(_families.MomentSource(
-    SW.SWIGLU_FAMILY, "gated teachers", covers, swiglu_gated_loss, swiglu_gated_refit_problem))
+def covers_pair(student, teacher) -> bool:
+    """:func:`covers` as a moment source's ``covers(student, teacher)`` (the SwiGLU family's
+    sources are looked up for SwiGLU students only)."""
+    return covers(teacher)
+
+
+#: the SwiGLU family's source for gated teachers (loss and refit quadratic outright)
+SOURCE = _families.register_source(_families.MomentSource(
+    SW.SWIGLU_FAMILY, "gated teachers", covers_pair, loss=swiglu_gated_loss,
+    refit=swiglu_gated_refit_problem))

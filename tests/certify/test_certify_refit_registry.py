@@ -36,18 +36,33 @@ def test_one_certifier_per_family_with_its_capabilities():
     assert all(isinstance(c, _families.Certifier) and c.family == n for n, c in C.items())
     assert _families.names("grad") == ["ridge", "skip"]
     assert _families.names("alignment") == ["ridge", "skip", "swiglu"]
-    assert [c.family for c in C.values() if c.gated_moments] == ["ridge"]
     S = popdyn.SwiGLUStudent(4, 3)
     assert _families.of(S) is C["swiglu"] and _families.of(popdyn.Student(4, 3)) is C["ridge"]
     with pytest.raises(TypeError, match="popdyn student"):
         _families.of("relu")
+    with pytest.raises(ValueError, match="`operation` must be one of 'loss', 'grad'"):
+        C["ridge"].covers("hessian")
 
 
-def test_swiglu_gated_source_is_a_named_table_entry():
-    src = _families.source("swiglu", popdyn.Teacher.gated("tanh", np.eye(4)[:2]))
+def test_moment_sources_are_named_table_entries():
+    """(family, teacher class) -> moment source: SwiGLU's gated teachers give the loss and the
+    refit outright; the ridge family's gated teachers and smooth networks (PL students) give
+    moments; the skip family has the smooth-network source only (gated: numerical refit)."""
+    from certify import gated, pl_smooth
+    G = popdyn.Teacher.gated("tanh", np.eye(4)[:2])
+    H = popdyn.Teacher.additive("h2", np.eye(4)[:1])
+    N = popdyn.Teacher.network("tanh", np.ones(2), np.eye(4)[:2])
+    sw, ridge, skip = (popdyn.SwiGLUStudent(4, 3), popdyn.Student(4, 3),
+                       popdyn.Student(4, 3, skip=True))
+    src = _families.source(sw, G)
     assert isinstance(src, _families.MomentSource) and src.teachers == "gated teachers"
-    assert _families.source("swiglu", popdyn.Teacher.additive("h2", np.eye(4)[:1])) is None
-    assert _families.source("ridge", popdyn.Teacher.gated("tanh", np.eye(4)[:2])) is None
+    assert src.loss is not None and src.refit is not None and src.moments is None
+    assert _families.source(sw, H) is None and _families.source(ridge, H) is None
+    assert _families.source(ridge, G).moments is gated.gated_moments
+    assert _families.source(ridge, N).moments is pl_smooth.pl_smooth_moments
+    assert _families.source(skip, N).moments is pl_smooth.pl_smooth_moments
+    assert _families.source(skip, G) is None and not gated.covers(skip, G)
+    assert gated.covers(ridge, G)
 
 
 def test_swiglu_kinds_are_the_familys_own():
