@@ -26,6 +26,7 @@ from .errors import CertificationError, Undecided
 from .loss import LossBracket, loss
 from .refit import RefitBracket, refit_risk
 from . import smooth as _smooth  # noqa: F401  (registers the smooth-student moments)
+from . import ridge as _ridge  # noqa: F401  (registers the ridge-family certifier)
 from . import skip as _skip  # noqa: F401  (registers the skip-student certifiers)
 from . import swiglu as _swiglu  # noqa: F401  (registers the SwiGLU certifiers)
 from . import swiglu_gated as _swiglu_gated  # noqa: F401  (SwiGLU vs gated teachers)

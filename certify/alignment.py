@@ -310,13 +310,8 @@ def alignment(student: AnyStudent, params: AnyParams, U: ArrayLike | Teacher, *,
     Kumar (arXiv 2609.39408) (AGOP alignment); docs/design.md §5, §6 (recipe).
     """
     prec = A.check_prec(prec)
-    fam = family_of(student)
-    certifier = _families.ALIGNMENT.get(fam.name)     # ridge (below), swiglu, ...
-    if certifier is None:
-        raise CertificationError(
-            f"certified AGOP alignment covers the families {sorted(_families.ALIGNMENT)}, not "
-            f"{fam.label} students", hint="use popdyn.diagnostics.alignment for a float64 value")
-    return certifier(student, params, U, prec=prec)
+    certify_of = _families.of(student).require("alignment", student)   # ridge, skip, swiglu
+    return certify_of(student, params, U, prec=prec)
 
 
 def _ridge_alignment(student, params, U, *, prec: int) -> AlignmentBracket:
@@ -361,5 +356,3 @@ def _retry_exact(res) -> bool:
             return True
     return False
 
-
-_families.register("ridge", alignment=_ridge_alignment)

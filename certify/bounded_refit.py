@@ -35,11 +35,9 @@ from popdyn.objective import check_inputs as _check
 from popdyn import validation as V
 
 from . import _arb as A
-from . import gated, pl_smooth
 from .bracket import Bracket
 from .errors import CertificationError
-from .moments import pair_supported
-from .refit import _moments
+from .refit import _moments, teacher_covered
 
 if TYPE_CHECKING:
     from popdyn.typing import AnyParams, AnyStudent
@@ -175,8 +173,7 @@ def bounded_refit(student: AnyStudent, params: AnyParams, teacher: Teacher, *,
     prec = A.check_prec(prec)
     check_bounded_student(student)
     _check(student, params, teacher)
-    covered, _ = pair_supported(student, teacher)
-    if not covered and not (pl_smooth.covers(student, teacher) or gated.covers(student, teacher)):
+    if not teacher_covered(student, teacher):
         raise CertificationError("the certified bounded refit covers the teachers of "
                                  "certify.refit_risk (additive, PL / smooth networks, gated)",
                                  hint="use popdyn.diagnostics.bounded_refit for a float64 value")

@@ -57,6 +57,7 @@ from flint import arb, arb_mat
 from popdyn.teachers.gated import GatedTeacher
 
 from . import _arb as A
+from . import _families
 from . import moments as MO
 from . import pl_smooth as PS
 from . import smooth as SM
@@ -75,9 +76,12 @@ def _gate(teacher):
 
 
 def covers(student, teacher) -> bool:
-    """Whether the pair is a relu / leaky_relu / smooth student against a gated teacher."""
-    fam = getattr(student, "family", None)
-    if fam is None or fam.name != "ridge" or not isinstance(teacher, GatedTeacher):
+    """Whether the pair is a relu / leaky_relu / smooth student of a family for which
+    :func:`gated_moments` is a registered moment source (the ridge family:
+    :mod:`certify.ridge`) against a gated teacher."""
+    if getattr(student, "family", None) is None or not isinstance(teacher, GatedTeacher):
+        return False
+    if not _families.has_source(student, gated_moments):
         return False
     return _gate(teacher) in GATES and student.act.kind in ("pl", "smooth")
 

@@ -21,7 +21,8 @@ multi-index teachers, whose brackets come from the float64 engine with its estim
 error doubled plus a rounding allowance of 1e−13 of the loss scale (an estimate, not a bound).
 
 Other student families are bracketed by the certifier their module registers in
-:mod:`certify._families` (SwiGLU: :mod:`certify.swiglu`; the linear skip: :mod:`certify.skip`).
+:mod:`certify._families` (the ridge family: :mod:`certify.ridge`; SwiGLU: :mod:`certify.swiglu`;
+the linear skip: :mod:`certify.skip`).
 """
 from __future__ import annotations
 
@@ -36,7 +37,6 @@ from popdyn.objective import population_loss
 
 from . import _arb as A
 from . import _families
-from . import gated, pl_smooth
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -158,20 +158,14 @@ def loss(student: AnyStudent, params: AnyParams, teacher: Teacher, *, prec: int 
     prec = A.check_prec(prec)
     if not isinstance(grad, bool):
         raise TypeError(f"`grad` must be a bool, got {grad!r}")
-    fam = family_of(student)
-    certifier = _families.LOSS.get(fam.name)    # ridge (below), skip, swiglu
-    if certifier is None:                       # no certified moments for this family's terms
+    certifier = _families.of(student)           # ridge (certify.ridge), skip, swiglu
+    if certifier.loss is None:                  # no certified moments for this family's terms
         _check_inputs(student, params, teacher)
-        if grad:
-            raise CertificationError(f"the gradient of a {fam.label} student is not certified",
-                                     hint="grad=False (the loss), or popdyn.population_grad")
-        return _numerical_loss(student, params, teacher, prec)
-    if grad and fam.name not in _families.GRAD:
-        raise CertificationError(f"the gradient of a {fam.label} student is not certified",
-                                 hint="grad=False (the loss), or popdyn.population_grad")
     if grad:
-        return certifier(student, params, teacher, prec=prec, grad=True)
-    return certifier(student, params, teacher, prec=prec)
+        return certifier.require("grad", student)(student, params, teacher, prec=prec, grad=True)
+    if certifier.loss is None:
+        return _numerical_loss(student, params, teacher, prec)
+    return certifier.loss(student, params, teacher, prec=prec)
 
 
 def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = False):
@@ -185,11 +179,11 @@ def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = Fals
                 f"the gradient against {type(teacher).__name__} (gated / multi-index) teachers "
                 "is not certified", hint="grad=False (a numerical loss bracket), or "
                 "popdyn.population_grad")
-        if not gated.covers(student, teacher):
+        CM = _source_moments(student, params, teacher, prec)   # rigorous (certify.gated)
+        if CM is None:
             return _numerical_loss(student, params, teacher, prec)
-        CM = gated.gated_moments(student, params, teacher, prec=prec)      # rigorous
-    elif not grad and pl_smooth.covers(student, teacher):                # rigorous
-        CM = pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
+    elif not grad:
+        CM = _source_moments(student, params, teacher, prec)   # rigorous (certify.pl_smooth)
     else:
         CM = None
     covered, rigorous = (True, True) if CM is not None else pair_supported(student, teacher)
@@ -210,6 +204,15 @@ def _ridge_family_loss(student, params, teacher, *, prec: int, grad: bool = Fals
         prov = "rigorous" if CM.rigorous else "numerical"
         g = _grad(student, params, teacher, CM, s, a, c, prov) if grad else None
         return _brackets(L, CM, prec, g)
+
+
+def _source_moments(student, params, teacher, prec):
+    """The moments of the moment source registered for the pair (:mod:`certify.ridge`), or
+    None when no source covers it."""
+    src = _families.source(student, teacher)
+    if src is None or src.moments is None:
+        return None
+    return src.moments(student, params, teacher, prec=prec)
 
 
 def _ridge_loss(CM, s, a, c):
@@ -321,5 +324,3 @@ def _numerical_loss(student, params, teacher, prec):
     mb = Bracket.enclosing(ey - verr, ey + verr, provenance="numerical", note=note)
     return LossBracket(Lb, mse, nb, vb, mb, "numerical", prec, None, (note,))
 
-
-_families.register("ridge", loss=_ridge_family_loss, grad=True)

@@ -38,7 +38,6 @@ is the risk of that head; the bracket is on the infimum over all heads.
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,7 +54,6 @@ from popdyn.objective import check_inputs as _check
 
 from . import _arb as A
 from . import _families
-from . import gated, pl_smooth
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -125,13 +123,13 @@ def _norm2(a: arb_mat):
 
 
 def _moments(student, params, teacher, prec):
-    """The certified moments of the refit quadratic: :mod:`certify.pl_smooth` for PL students
-    against smooth teacher networks, :mod:`certify.gated` for gated teachers,
+    """The certified moments of the refit quadratic: those of the moment source registered for
+    the pair (:mod:`certify.ridge`: :mod:`certify.pl_smooth` for PL students against smooth
+    teacher networks, :mod:`certify.gated` for gated teachers),
     :func:`certify.moments.certified_moments` otherwise."""
-    if pl_smooth.covers(student, teacher):
-        return pl_smooth.pl_smooth_moments(student, params, teacher, prec=prec)
-    if gated.covers(student, teacher):
-        return gated.gated_moments(student, params, teacher, prec=prec)
+    src = _families.source(student, teacher)
+    if src is not None and src.moments is not None:
+        return src.moments(student, params, teacher, prec=prec)
     return certified_moments(student, params, teacher, prec=prec)
 
 
@@ -319,36 +317,13 @@ def refit_risk(student: AnyStudent, params: AnyParams, teacher: Teacher,
     """
     prec = A.check_prec(prec)
     kind = check_kind(kind)
-    entry = _families.REFIT.get(student.family.name)    # ridge (below), skip, swiglu
-    if entry is None:
-        raise CertificationError(
-            f"certified refit covers the families {sorted(_families.REFIT)}, not "
-            f"{student.family.label} students", hint="use popdyn.diagnostics.refit_risk for a "
-            "float64 value")
+    refit_of = _families.of(student).require("refit", student)    # ridge, skip, swiglu
     kinds = student.family.refit_kinds                  # the float side's kinds
     if kind not in kinds:
         raise ValueError(f"`kind`={kind!r} is not defined for {student.family.label} students; "
                          f"use one of {', '.join(repr(k) for k in kinds)}")
     budget, rcond, equilibrate = check_refit_args(kind, budget, rcond, equilibrate)
-    if entry.standalone:
-        # the family checks its own arguments and covers its own teachers
-        _problem_of = entry.build
-    else:
-        _check(student, params, teacher)
-        _problem_of = _problem
-        if not student_supported(student):      # pragma: no cover - every activation is covered
-            raise CertificationError(
-                f"certified refit does not cover {student.activation!r} students",
-                hint="use popdyn.diagnostics.refit_risk for a float64 value")
-        covered, _ = pair_supported(student, teacher)
-        if not covered:
-            covered = pl_smooth.covers(student, teacher) or gated.covers(student, teacher)
-        if not covered and not teacher.ridge:
-            _problem_of = _multi_index_problem      # other multi-index teachers: numerical
-        elif not covered:
-            raise CertificationError("certified refit needs a PL teacher network or an "
-                                     "additive teacher", hint="use popdyn.diagnostics.refit_risk")
-        _problem_of = functools.partial(entry.build, base=_problem_of)
+    _problem_of = refit_of(student, params, teacher)    # checks what the family covers
     if kind == "projected":
         Sx, axes = teacher_frame(teacher if U is None else U, student.d)
         assert isinstance(params, Params)        # "projected" is a ridge / skip refit kind
@@ -517,9 +492,28 @@ def _unrestricted_lower(G, g, V, Gf, gf, prec, head=None):
     return A.lower(lb) if lb.is_finite() else None
 
 
-def _ridge_refit_problem(student, params, teacher, prec, *, base):
-    """The ridge family's refit quadratic: the builder ``base`` chosen above, unchanged."""
-    return base(student, params, teacher, prec)
+def teacher_covered(student, teacher) -> bool:
+    """Whether the certified moments of the ridge student form cover ``teacher``: the pairs of
+    :func:`certify.moments.pair_supported` and those of a moment source registered for the
+    student's family (:mod:`certify.ridge`: PL students against smooth networks, gated
+    teachers).  Used by :func:`ridge_refit` and :func:`certify.bounded_refit`."""
+    covered, _ = pair_supported(student, teacher)
+    return covered or _families.source(student, teacher) is not None
 
 
-_families.register("ridge", refit=_ridge_refit_problem)
+def ridge_refit(student, params, teacher):
+    """The ridge family's refit builder (:class:`certify._families.Certifier` ``refit``):
+    checks the arguments and returns :func:`_problem` for the teachers the certified moments
+    cover, :func:`_multi_index_problem` (numerical) for other multi-index teachers; refuses
+    other teachers with one line."""
+    _check(student, params, teacher)
+    if not student_supported(student):      # pragma: no cover - every activation is covered
+        raise CertificationError(
+            f"certified refit does not cover {student.activation!r} students",
+            hint="use popdyn.diagnostics.refit_risk for a float64 value")
+    if teacher_covered(student, teacher):
+        return _problem
+    if not teacher.ridge:
+        return _multi_index_problem             # other multi-index teachers: numerical
+    raise CertificationError("certified refit needs a PL teacher network or an "
+                             "additive teacher", hint="use popdyn.diagnostics.refit_risk")

@@ -70,19 +70,22 @@ docs/design.md §3 (moments), §5 (refit), §6 (brackets).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
 from flint import arb, arb_mat
 from popdyn.diagnostics.alignment import check_subspace
+from popdyn.families.skip import SKIP as _SKIP_SPEC
 from popdyn.skip import linear_part
 
 from . import _arb as A
 from . import _families
+from . import pl_smooth
 from . import smooth as SM
 from .loss import (_brackets, _check_inputs, _dot, _grad_balls, _grad_brackets,
                    _numerical_loss, _ridge_loss, _scale)
-from .refit import _NumericalMoments
+from .refit import _NumericalMoments, ridge_refit
 from .alignment import AlignmentBracket, agop_enclosure, certified_alignment
 from .bracket import BracketArray
 from .errors import CertificationError
@@ -485,5 +488,18 @@ def skip_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:
                                lambda CM: skip_agop_enclosure(student, params, CM))
 
 
-_families.register("skip", loss=skip_loss, grad=True, refit=skip_refit_problem,
-                   alignment=skip_alignment)
+def skip_refit(student, params, teacher):
+    """The skip family's refit builder (:class:`certify._families.Certifier` ``refit``): the
+    ridge family's checks and teacher coverage (:func:`certify.refit.ridge_refit`; gated
+    teachers numerical, as :mod:`certify.gated` is not a skip moment source), then
+    :func:`skip_refit_problem` on the builder chosen there."""
+    return functools.partial(skip_refit_problem, base=ridge_refit(student, params, teacher))
+
+
+SKIP = _families.register(_families.Certifier(
+    _SKIP_SPEC.name, loss=skip_loss, grad=True, alignment=skip_alignment, refit=skip_refit))
+#: the refit's moment source for PL skip students against smooth teacher networks (the moments
+#: of the student without the skip; gated teachers are not a skip source: numerical refit)
+PL_SMOOTH = _families.register_source(_families.MomentSource(
+    _SKIP_SPEC.name, "smooth teacher networks", pl_smooth.covers,
+    moments=pl_smooth.pl_smooth_moments))

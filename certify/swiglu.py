@@ -39,7 +39,7 @@ What is rigorous here, and how
    actual row norms |u_k| (no orthonormality assumed): E[y], E[y²] and the cross moments
    E[yφ_j] = δ_j E[yσ'_j] + E[σ_j ∂_{v_j}y] (Stein) are finite sums of enclosed terms.
    Gated teachers y = κF(u₁·x)(u₂·x) (gates id, relu, gelu, tanh, rotation) are rigorous too,
-   through :mod:`certify.swiglu_gated` (registered in :data:`TEACHER_CERTIFIERS`).
+   through :mod:`certify.swiglu_gated` (a :class:`certify._families.MomentSource`).
    Every other teacher (non-polynomial links, networks, other multi-index teachers) gives a
    ``numerical`` loss bracket: the float64 engine's value ± twice its error estimate
    (:func:`popdyn.swiglu.population_loss` with ``full_output``) plus 1e−13 of the loss scale.
@@ -67,6 +67,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 from popdyn import swiglu as sw
+from popdyn.families.swiglu import SWIGLU as _SWIGLU_SPEC
 from popdyn.swiglu import SwiGLUStudent, silu_coefficients
 from popdyn.teachers import AdditiveTeacher, Teacher
 
@@ -488,14 +489,15 @@ def _order(student, params):
     return int(N) + 8
 
 
+#: the registered name of the SwiGLU family (:mod:`popdyn.families.swiglu`)
+SWIGLU_FAMILY = _SWIGLU_SPEC.name
 _SETUP_CACHE: list = []
-#: (covers(teacher), loss(student, params, teacher, prec), refit_problem(...)) of the modules
-#: that certify SwiGLU students against further teachers (:mod:`certify.swiglu_gated`)
-TEACHER_CERTIFIERS: list = []
 
 
-def _teacher_certifier(teacher):
-    return next((t for t in TEACHER_CERTIFIERS if t[0](teacher)), None)
+def _teacher_source(student, teacher):
+    """The moment source (:class:`certify._families.MomentSource`) that certifies SwiGLU
+    students against ``teacher`` beyond the polynomial class (:mod:`certify.swiglu_gated`)."""
+    return _families.source(student, teacher)
 
 
 def _setup(student, params, extra_rows, prec, N=None):
@@ -581,9 +583,9 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
-    ext = _teacher_certifier(teacher) if poly is None else None
-    if ext is not None:
-        return ext[1](student, params, teacher, prec)
+    ext = _teacher_source(student, teacher) if poly is None else None
+    if ext is not None and ext.loss is not None:
+        return ext.loss(student, params, teacher, prec)
     if poly is None:
         return _numerical_loss(student, params, teacher, prec,
                                "teacher outside the rigorous class: additive, polynomial link")
@@ -723,9 +725,9 @@ def swiglu_refit_problem(student, params, teacher, prec):
     if teacher.d != student.d:
         raise ValueError(f"`teacher` has d = {teacher.d} but the student has d = {student.d}")
     poly = _teacher_poly(teacher)
-    ext = _teacher_certifier(teacher) if poly is None else None
-    if ext is not None:
-        return ext[2](student, params, teacher, prec)
+    ext = _teacher_source(student, teacher) if poly is None else None
+    if ext is not None and ext.refit is not None:
+        return ext.refit(student, params, teacher, prec)
     if poly is None:
         return _numerical_refit_problem(student, params, teacher, prec)
     Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
@@ -812,8 +814,15 @@ def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket
     return alignment_from_matrix(M, U, prec=prec, provenance="rigorous")
 
 
-_families.register("swiglu", loss=swiglu_loss, alignment=swiglu_alignment,
-                   refit=swiglu_refit_problem, refit_standalone=True)
+def swiglu_refit(student, params, teacher):
+    """The SwiGLU family's refit builder (:class:`certify._families.Certifier` ``refit``):
+    :func:`swiglu_refit_problem`, which checks its own arguments and covers its own teachers."""
+    return swiglu_refit_problem
+
+
+#: the SwiGLU family's certifier (no certified gradient)
+SWIGLU = _families.register(_families.Certifier(
+    SWIGLU_FAMILY, loss=swiglu_loss, alignment=swiglu_alignment, refit=swiglu_refit))
 
 
 _MO_CLEAR_HOOKS.append(_SETUP_CACHE.clear)    # certify.moments.clear_cache clears this cache too

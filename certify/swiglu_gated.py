@@ -52,6 +52,7 @@ from flint import arb
 from popdyn.teachers.gated import GatedTeacher
 
 from . import _arb as A
+from . import _families
 from . import gated as GT
 from . import smooth as SM
 from . import swiglu as SW
@@ -183,4 +184,13 @@ def swiglu_gated_refit_problem(student, params, teacher, prec):
                 SW._SwiGLUCM())
 
 
-SW.TEACHER_CERTIFIERS.append((covers, swiglu_gated_loss, swiglu_gated_refit_problem))
+def covers_pair(student, teacher) -> bool:
+    """:func:`covers` as a moment source's ``covers(student, teacher)`` (the SwiGLU family's
+    sources are looked up for SwiGLU students only)."""
+    return covers(teacher)
+
+
+#: the SwiGLU family's source for gated teachers (loss and refit quadratic outright)
+SOURCE = _families.register_source(_families.MomentSource(
+    SW.SWIGLU_FAMILY, "gated teachers", covers_pair, loss=swiglu_gated_loss,
+    refit=swiglu_gated_refit_problem))
