@@ -107,6 +107,12 @@ def teacher_linear_moment(CM, teacher):
     θ E[H(αZ) Z] = Ĥ_1 θ (a part of degree 0 with a tail bound τ_H gives |Ĥ_1| ≤ τ_H; a
     tabulated part adds its α ≠ 1 allowance ``dal``, since ‖Z‖ = 1).
     """
+    if getattr(CM, "teacher_units", None) is None:
+        raise CertificationError(
+            "the skip refit needs a rigorous E[y x] of the teacher, which certify encloses only "
+            "from unit-by-unit teacher moments (relu-family students against PL-network or "
+            f"polynomial-link teachers); this {teacher.kind} teacher's moments come from another "
+            "source", hint="popdyn.refit_risk (float)")
     geo, m = CM.geo, CM.C.nrows()
     parts = [(u[0].mu1 if u[0] is not None else None, u[1]) if isinstance(u, tuple)
              else (u.mu1, None) for u in CM.teacher_units]

@@ -78,3 +78,17 @@ def test_unsupported_pairs_are_numerical_and_no_gradient():
     assert res.provenance == "numerical" and res.loss.contains(popdyn.population_loss(S, p, G))
     with pytest.raises(CertificationError, match="gradient of a skip student"):
         certify.loss(S, p, G, grad=True)
+
+
+def test_skip_refit_refuses_a_teacher_without_unit_moments_in_one_line():
+    """A skip relu student against a tanh network: certify has no unit-by-unit E[y x] for it and
+    refuses in one line (it raised a bare TypeError)."""
+    import popdyn
+
+    rng = np.random.default_rng(0)
+    S = popdyn.Student(3, 2, "relu", bias=True, skip=True)
+    p = popdyn.Params(rng.normal(size=2), rng.normal(size=(2, 3)), rng.normal(size=2), 0.1,
+                      v=rng.normal(size=3) * 0.3)
+    T = popdyn.Teacher.network("tanh", [1.0, -0.5], rng.normal(size=(2, 3)), [0.0, 0.2])
+    with pytest.raises(certify.CertificationError, match="skip refit needs a rigorous E\\[y x\\]"):
+        certify.refit_risk(S, p, T, "unrestricted")
