@@ -240,29 +240,113 @@ class _Recorder:
                 {f: np.array(v) for f, v in self.snaps.items()})
 
 
-def _settings(method, lr, eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode,
-              schedule, max_halvings=40) -> dict:
-    """Validated integrator settings of :func:`train` (every student family; the rate
-    multipliers are the family's, :meth:`popdyn.families.BoundFamily.multipliers`)."""
-    V.choice("method", method, METHODS)
-    out = dict(method=method, lr=V.real("lr", lr, positive=True),
-               eps=V.real("eps", eps, positive=True), h0=V.real("h0", h0, positive=True),
-               h_min=V.real("h_min", h_min, positive=True),
-               h_max=V.real("h_max", h_max, positive=True, allow_inf=True))
-    out["max_halvings"] = V.nonneg_int("max_halvings", max_halvings)
-    # the persistent Armijo step only halves from h0: [h_min, h_max] bound the flow's step
-    if method != "armijo" and not out["h_min"] <= out["h0"] <= out["h_max"]:
-        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {out['h_min']}, "
-                         f"{out['h0']}, {out['h_max']}")
-    out["max_updates"] = V.nonneg_int("max_updates", max_updates)
-    out["max_time"] = V.real("max_time", max_time, positive=True, allow_inf=True)
-    out["loss_target"] = V.real("loss_target", loss_target, nonnegative=True)
-    out["explode"] = V.real("explode", explode, positive=True)
+#: the options of :func:`train` that every method takes (:class:`TrainSettings`)
+COMMON_OPTIONS = ("method", "lr", "rates", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult",
+                  "max_updates", "max_time", "loss_target", "explode", "rtol")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The validated options of one :func:`train` run (docs/design.md §4), without the run's
+    schedule, recorder and plateau watch.
+
+    Common to every method: ``method``, ``lr`` (the GD step Δt on the flow clock), the rate
+    multipliers ``rates`` (as sorted (field, value) pairs, or None) and ``head_lr_mult`` /
+    ``bias_lr_mult`` / ``intercept_lr_mult``, the horizon ``max_updates`` / ``max_time``, the
+    stopping rules ``loss_target`` / ``explode`` and the series tolerance ``rtol``
+    (:data:`COMMON_OPTIONS`).  Per method (the ``OPTIONS`` of its stepper in :data:`METHODS`):
+    ``eps``, ``h0``, ``h_min``, ``h_max`` of ``"flow"`` (:class:`AdaptiveEuler`), ``h0`` and
+    ``max_halvings`` of ``"armijo"`` (Kumar (arXiv 2609.39408) App. A eq. (19),
+    :class:`PersistentArmijo`); ``"gd"`` has none.  The record holds every option (a method
+    ignores the others), so that :func:`train`'s ``info`` and a resumed run see the same values.
+
+    Construction validates the values as :func:`train` does (one error naming the option);
+    :meth:`of` and :meth:`from_config` also refuse an option that the method does not take.
+    The rate groups are the student family's and are checked by :func:`train`
+    (:meth:`popdyn.families.BoundFamily.multipliers`).
+    """
+
+    method: str = "flow"
+    lr: float = 0.05
+    rates: tuple | None = None
+    head_lr_mult: float | None = None
+    bias_lr_mult: float | None = None
+    intercept_lr_mult: float | None = None
+    max_updates: int = 100_000
+    max_time: float = np.inf
+    loss_target: float = 0.0
+    explode: float = 1e6
+    rtol: float = 1e-10
+    eps: float = 0.05
+    h0: float = 0.05
+    h_min: float = 1e-6
+    h_max: float = 10.0
+    max_halvings: int = 40
+
+    def __post_init__(self):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        V.choice("method", self.method, METHODS)
+        put("lr", V.real("lr", self.lr, positive=True))
+        put("eps", V.real("eps", self.eps, positive=True))
+        put("h0", V.real("h0", self.h0, positive=True))
+        put("h_min", V.real("h_min", self.h_min, positive=True))
+        put("h_max", V.real("h_max", self.h_max, positive=True, allow_inf=True))
+        put("max_halvings", V.nonneg_int("max_halvings", self.max_halvings))
+        # the persistent Armijo step only halves from h0: [h_min, h_max] bound the flow's step
+        if self.method != "armijo" and not self.h_min <= self.h0 <= self.h_max:
+            raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {self.h_min}, "
+                             f"{self.h0}, {self.h_max}")
+        put("max_updates", V.nonneg_int("max_updates", self.max_updates))
+        put("max_time", V.real("max_time", self.max_time, positive=True, allow_inf=True))
+        put("loss_target", V.real("loss_target", self.loss_target, nonnegative=True))
+        put("explode", V.real("explode", self.explode, positive=True))
+        if self.rates is not None:
+            put("rates", tuple(sorted(dict(self.rates).items())))
+
+    @classmethod
+    def options(cls, method: str) -> tuple:
+        """The option names ``method`` takes: :data:`COMMON_OPTIONS` and its stepper's."""
+        V.choice("method", method, METHODS)
+        return COMMON_OPTIONS + tuple(METHODS[method].OPTIONS)
+
+    @classmethod
+    def of(cls, method: str = "flow", **options) -> "TrainSettings":
+        """The settings of ``method`` from the options it takes (the others at their
+        defaults); an option of another method, or no method's, is one error naming it and
+        the options of ``method``."""
+        valid = cls.options(method)
+        for name in options:
+            if name not in valid:
+                known = COMMON_OPTIONS + tuple(o for M in METHODS.values() for o in M.OPTIONS)
+                what = (f"does not apply to method {method!r}" if name in known
+                        else "is not a training option")
+                raise ValueError(f"`{name}` {what}; the options of method {method!r} are "
+                                 f"{sorted(valid)}")
+        return cls(method=method, **options)
+
+    @classmethod
+    def from_config(cls, table: dict) -> "TrainSettings":
+        """The settings of a configuration ``[train]`` table (:mod:`popdyn.config`; not the
+        ``method = "paper_euler"`` protocol of :func:`popdyn.swiglu.train_paper`), strict as
+        :meth:`of`; ``method`` defaults to ``"flow"``."""
+        table = dict(table)
+        return cls.of(table.pop("method", "flow"), **table)
+
+    def kwargs(self) -> dict:
+        """Every keyword of :func:`train` but ``schedule``, ``recorder`` and ``plateau_watch``,
+        with this record's values."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["rates"] = None if self.rates is None else dict(self.rates)
+        return out
+
+
+def _schedule(schedule) -> Schedule:
     schedule = Schedule() if schedule is None else schedule
     if not isinstance(schedule, Schedule):
         raise TypeError("`schedule` must be a popdyn.Schedule")
-    out["schedule"] = schedule
-    return out
+    return schedule
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,6 +383,9 @@ class Stepper:
     segment between two snapshots inside numba) and ``popdyn.finite``'s minibatch SGD / noisy SGD.
     Status: ``running`` until ``converged``, ``horizon`` or ``diverged``.
     """
+
+    #: the per-method options of :class:`TrainSettings` this method takes, with their defaults
+    OPTIONS: dict = {}
 
     def __init__(self, problem: Problem, recorder):
         pr = self.problem = problem
@@ -409,6 +496,8 @@ class PersistentArmijo(Stepper):
 
     #: sufficient-decrease constant and the relative round-off allowance of eq. (19)
     C1, TOL = 1e-4, 1e-13
+    #: the initial force step h (the paper's 0.05) and the halvings allowed per update (40)
+    OPTIONS = {"h0": 0.05, "max_halvings": 40}
 
     def __init__(self, problem, recorder, *, h0, max_halvings, slope, fused=None):
         self.h, self.max_halvings, self.slope = h0, max_halvings, slope
@@ -468,6 +557,9 @@ class PersistentArmijo(Stepper):
 
 class AdaptiveEuler(Stepper):
     """Adaptive Euler with step-doubling error control (method ``"flow"``, module docstring)."""
+
+    #: tolerance ε, initial step and step bounds (0 < h_min ≤ h0 ≤ h_max)
+    OPTIONS = {"eps": 0.05, "h0": 0.05, "h_min": 1e-6, "h_max": 10.0}
 
     def __init__(self, problem, recorder, *, eps, h0, h_min, h_max):
         self.eps, self.h, self.h_min, self.h_max = eps, h0, h_min, h_max
@@ -672,15 +764,25 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
     kappa, tscale = fam.clock()
     mult = fam.multipliers(rates, head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
                            intercept_lr_mult=intercept_lr_mult)
+    settings = TrainSettings(method=method, lr=lr, rates=rates, head_lr_mult=head_lr_mult,
+                             bias_lr_mult=bias_lr_mult, intercept_lr_mult=intercept_lr_mult,
+                             max_updates=max_updates, max_time=max_time,
+                             loss_target=loss_target, explode=explode, rtol=rtol, eps=eps,
+                             h0=h0, h_min=h_min, h_max=h_max, max_halvings=max_halvings)
+    schedule = _schedule(schedule)
     if tscale != 1.0:
-        return _train_rescaled(fam, tscale, params, teacher, method=method, lr=lr,
-                               rates=mult, eps=eps, h0=h0,
-                               h_min=h_min, h_max=h_max, max_updates=max_updates,
-                               max_time=max_time, loss_target=loss_target, explode=explode,
-                               schedule=schedule, recorder=recorder, rtol=rtol,
-                               max_halvings=max_halvings, plateau_watch=plateau_watch)
-    cfg = _settings(method, lr, eps, h0, h_min, h_max, max_updates, max_time, loss_target,
-                    explode, schedule, max_halvings)
+        return _train_rescaled(fam, tscale, params, teacher, settings, mult, schedule=schedule,
+                               recorder=recorder, plateau_watch=plateau_watch)
+    return _train_own_clock(fam, kappa, params, teacher, settings, mult, schedule=schedule,
+                  recorder=recorder, plateau_watch=plateau_watch)
+
+
+def _train_own_clock(fam, kappa, params, teacher, s: TrainSettings, mult, *, schedule, recorder,
+           plateau_watch) -> Trajectory:
+    """:func:`train` on the family's own clock, from the validated settings ``s`` and the
+    family's rate multipliers ``mult``."""
+    student = fam.student
+    method = s.method
     if plateau_watch is not None and not isinstance(plateau_watch, PlateauWatch):
         raise TypeError("`plateau_watch` must be a popdyn.plateau.PlateauWatch or None, got "
                         f"{type(plateau_watch).__name__}")
@@ -694,27 +796,26 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
         evaluate = fz.evaluate
     else:
         def evaluate(q):
-            return fam.evaluate(q, teacher, rtol)
+            return fam.evaluate(q, teacher, s.rtol)
 
     def axpy(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
         return fam.axpy(q, g, h * kappa, rates)
 
     t0 = time.perf_counter()
-    rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=fam.fields)
-    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, cfg["lr"], cfg["max_updates"],
-                      cfg["max_time"], cfg["loss_target"], cfg["explode"], cfg["schedule"])
+    rec = _Recorder(schedule, recorder, student, teacher, fields=fam.fields)
+    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, s.lr, s.max_updates,
+                      s.max_time, s.loss_target, s.explode, schedule)
     run: Stepper
     if method == "flow":
-        run = AdaptiveEuler(problem, rec, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
-                            h_max=cfg["h_max"])
+        run = AdaptiveEuler(problem, rec, eps=s.eps, h0=s.h0, h_min=s.h_min, h_max=s.h_max)
     elif method == "armijo":
-        run = PersistentArmijo(problem, rec, h0=cfg["h0"], max_halvings=cfg["max_halvings"],
+        run = PersistentArmijo(problem, rec, h0=s.h0, max_halvings=s.max_halvings,
                                slope=_slope(params, fam.fields, axpy), fused=fz)
     elif fz is not None:
         run = FusedGD(problem, rec, fz, rates, kappa)
     else:
         run = FixedStepGD(problem, rec)
-    rule = cfg["schedule"].plateau
+    rule = schedule.plateau
     watch = None
     if rule is not None:
         watch = plateau_watch if plateau_watch is not None else rule.watch()
@@ -729,15 +830,15 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
     p, status, ngrad, forced = run.p, run.status, run.grad_evals, run.forced_steps
     losses, ns, ts = run.losses, run.ns, run.ts
     sn, st, snaps = rec.arrays()
-    info = dict(method=method, lr=cfg["lr"], **fam.train_info(cfg, rates), eps=cfg["eps"],
-                h0=cfg["h0"], h_min=cfg["h_min"], h_max=cfg["h_max"],
-                max_updates=cfg["max_updates"], max_time=cfg["max_time"],
-                loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
+    info = dict(method=method, lr=s.lr, **fam.train_info(s, rates), eps=s.eps,
+                h0=s.h0, h_min=s.h_min, h_max=s.h_max,
+                max_updates=s.max_updates, max_time=s.max_time,
+                loss_target=s.loss_target, grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
     extra: dict[str, Any] = {}
     if method == "armijo":
         assert isinstance(run, PersistentArmijo)
-        info.update(max_halvings=cfg["max_halvings"], h=run.h, failure=run.failure)
+        info.update(max_halvings=s.max_halvings, h=run.h, failure=run.failure)
         extra = dict(steps=np.array(run.steps, dtype=np.float64),
                      backtracks=np.array(run.backtracks, dtype=np.int64))
     tr = Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
@@ -770,34 +871,33 @@ def _slope(p0, fields, axpy):
 METHODS = {"gd": FixedStepGD, "flow": AdaptiveEuler, "armijo": PersistentArmijo}
 
 
-def _train_rescaled(fam, m, params, teacher, *, method, lr, rates, h0, h_min, h_max,
-                    max_time, recorder, plateau_watch=None, **kw):
+def _train_rescaled(fam, m, params, teacher, s: TrainSettings, mult, *, schedule, recorder,
+                    plateau_watch=None):
     """:func:`train` for a family whose reported clock t is the integration clock τ = m·t
     divided by ``m`` (SwiGLU ``clock="mean_field"``): the standard-clock flow with lr·m,
     head multiplier (field ``a``) /m² and step bounds and horizon ×m, every time reported as
     t = τ/m."""
     student = fam.student
-    # validate on the caller's clock first, so errors name the caller's values
-    _settings(method, lr, kw["eps"], h0, h_min, h_max, kw["max_updates"], max_time,
-              kw["loss_target"], kw["explode"], kw["schedule"], kw["max_halvings"])
-    head_lr_mult = rates["a"]
+    head_lr_mult = mult["a"]
     rec = None
     if recorder is not None:
         def rec(st, p, T, *, n, t, loss):
             return recorder(student, p, T, n=n, t=t / m, loss=loss)
-    tr = train(fam.standard_clock(), params, teacher, method=method, lr=lr * m,
-               rates={**rates, "a": head_lr_mult / (m * m)}, h0=h0 * m, h_min=h_min * m,
-               h_max=h_max * m, max_time=max_time * m, recorder=rec, plateau_watch=plateau_watch,
-               **kw)
+    tr = train(fam.standard_clock(), params, teacher, method=s.method, lr=s.lr * m,
+               rates={**mult, "a": head_lr_mult / (m * m)}, eps=s.eps, h0=s.h0 * m,
+               h_min=s.h_min * m, h_max=s.h_max * m, max_updates=s.max_updates,
+               max_time=s.max_time * m, loss_target=s.loss_target, explode=s.explode,
+               schedule=schedule, recorder=rec, rtol=s.rtol, max_halvings=s.max_halvings,
+               plateau_watch=plateau_watch)
     tr.t = tr.t / m
     tr.snap_t = tr.snap_t / m
     if tr.steps is not None:
         tr.steps = tr.steps / m
         tr.info["h"] = tr.info["h"] / m
     if tr.plateau is not None:           # its flow-time clock, reported as t
-        rule = kw["schedule"].plateau
+        rule = schedule.plateau
         tr.plateau = rule.apply(tr.mse if rule.units == "mse" else tr.normalized_loss,
                                 n=tr.n, t=tr.t)
-    tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
-                   h_max=h_max, max_time=max_time)
+    tr.info.update(clock="mean_field", lr=s.lr, head_lr_mult=head_lr_mult, h0=s.h0,
+                   h_min=s.h_min, h_max=s.h_max, max_time=s.max_time)
     return tr
