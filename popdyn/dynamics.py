@@ -35,7 +35,10 @@ Every method is a :class:`Stepper` over one frozen :class:`Problem` (the templat
 ``scipy.integrate.OdeSolver``): ``step()`` owns n, t, the status and the counters, and
 :class:`FixedStepGD`, :class:`AdaptiveEuler`, :class:`FusedGD` (relu / leaky-relu students: the
 updates between two snapshots inside numba) and the finite-sample SGD of :mod:`popdyn.finite`
-implement ``_step_impl``; :data:`METHODS` maps each ``method`` name to its stepper.
+implement ``_step_impl``; :data:`METHODS` maps each ``method`` name to its stepper class, which
+declares its options and their defaults (``OPTIONS``) and starts itself (``Stepper.start``).
+The options of a run are one frozen :class:`TrainSettings` record (built by :func:`train` from
+its keywords, or from a configuration ``[train]`` table by :meth:`TrainSettings.from_config`).
 
 Stopping rules: normalized loss 2L/V_Y ≤ ``loss_target`` → ``converged``; ``max_updates`` or
 ``max_time`` reached → ``horizon``; a non-finite state or a loss above ``explode`` × max(L₀, V_Y)
@@ -50,7 +53,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic
+from typing import Any, Callable, Generic, Mapping
 
 import numpy as np
 
@@ -268,7 +271,8 @@ class TrainSettings:
 
     method: str = "flow"
     lr: float = 0.05
-    rates: tuple | None = None
+    #: given as a mapping (or pairs), kept as the sorted (field, value) pairs
+    rates: tuple | Mapping[str, float] | None = None
     head_lr_mult: float | None = None
     bias_lr_mult: float | None = None
     intercept_lr_mult: float | None = None
@@ -387,6 +391,17 @@ class Stepper:
     #: the per-method options of :class:`TrainSettings` this method takes, with their defaults
     OPTIONS: dict = {}
 
+    @classmethod
+    def start(cls, problem: Problem, recorder, settings: "TrainSettings",
+              context: "_Context") -> "Stepper":
+        """The stepper of ``settings.method`` at the start of ``problem`` (:func:`train`)."""
+        return cls(problem, recorder)
+
+    def report(self) -> tuple[dict, dict]:
+        """What the method adds to the trajectory: (``info`` entries, :class:`Trajectory`
+        fields)."""
+        return {}, {}
+
     def __init__(self, problem: Problem, recorder):
         pr = self.problem = problem
         self.rec = recorder
@@ -479,7 +494,14 @@ class Stepper:
 
 
 class FixedStepGD(Stepper):
-    """θ ← θ − Δt κ P ∇L with Δt = ``lr`` (method ``"gd"``)."""
+    """θ ← θ − Δt κ P ∇L with Δt = ``lr`` (method ``"gd"``); :class:`FusedGD` where the fused
+    kernels apply."""
+
+    @classmethod
+    def start(cls, problem, recorder, settings, context):
+        if context.fused is not None:
+            return FusedGD(problem, recorder, context.fused, context.rates, context.kappa)
+        return cls(problem, recorder)
 
     def _propose(self):
         lr = self.problem.lr
@@ -498,6 +520,16 @@ class PersistentArmijo(Stepper):
     C1, TOL = 1e-4, 1e-13
     #: the initial force step h (the paper's 0.05) and the halvings allowed per update (40)
     OPTIONS = {"h0": 0.05, "max_halvings": 40}
+
+    @classmethod
+    def start(cls, problem, recorder, settings, context):
+        return cls(problem, recorder, h0=settings.h0, max_halvings=settings.max_halvings,
+                   slope=context.slope(), fused=context.fused)
+
+    def report(self):
+        return ({"max_halvings": self.max_halvings, "h": self.h, "failure": self.failure},
+                {"steps": np.array(self.steps, dtype=np.float64),
+                 "backtracks": np.array(self.backtracks, dtype=np.int64)})
 
     def __init__(self, problem, recorder, *, h0, max_halvings, slope, fused=None):
         self.h, self.max_halvings, self.slope = h0, max_halvings, slope
@@ -560,6 +592,11 @@ class AdaptiveEuler(Stepper):
 
     #: tolerance ε, initial step and step bounds (0 < h_min ≤ h0 ≤ h_max)
     OPTIONS = {"eps": 0.05, "h0": 0.05, "h_min": 1e-6, "h_max": 10.0}
+
+    @classmethod
+    def start(cls, problem, recorder, settings, context):
+        return cls(problem, recorder, eps=settings.eps, h0=settings.h0, h_min=settings.h_min,
+                   h_max=settings.h_max)
 
     def __init__(self, problem, recorder, *, eps, h0, h_min, h_max):
         self.eps, self.h, self.h_min, self.h_max = eps, h0, h_min, h_max
@@ -805,16 +842,9 @@ def _train_own_clock(fam, kappa, params, teacher, s: TrainSettings, mult, *, sch
     rec = _Recorder(schedule, recorder, student, teacher, fields=fam.fields)
     problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, s.lr, s.max_updates,
                       s.max_time, s.loss_target, s.explode, schedule)
-    run: Stepper
-    if method == "flow":
-        run = AdaptiveEuler(problem, rec, eps=s.eps, h0=s.h0, h_min=s.h_min, h_max=s.h_max)
-    elif method == "armijo":
-        run = PersistentArmijo(problem, rec, h0=s.h0, max_halvings=s.max_halvings,
-                               slope=_slope(params, fam.fields, axpy), fused=fz)
-    elif fz is not None:
-        run = FusedGD(problem, rec, fz, rates, kappa)
-    else:
-        run = FixedStepGD(problem, rec)
+    context = _Context(fused=fz, rates=rates, kappa=kappa,
+                       slope=lambda: _slope(params, fam.fields, axpy))
+    run = METHODS[method].start(problem, rec, s, context)
     rule = schedule.plateau
     watch = None
     if rule is not None:
@@ -835,12 +865,8 @@ def _train_own_clock(fam, kappa, params, teacher, s: TrainSettings, mult, *, sch
                 max_updates=s.max_updates, max_time=s.max_time,
                 loss_target=s.loss_target, grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
-    extra: dict[str, Any] = {}
-    if method == "armijo":
-        assert isinstance(run, PersistentArmijo)
-        info.update(max_halvings=s.max_halvings, h=run.h, failure=run.failure)
-        extra = dict(steps=np.array(run.steps, dtype=np.float64),
-                     backtracks=np.array(run.backtracks, dtype=np.int64))
+    more, extra = run.report()
+    info.update(more)
     tr = Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
                     status, p, VY, rec.records, info, fam.params_type, **extra)
     if watch is not None:
@@ -866,9 +892,23 @@ def _slope(p0, fields, axpy):
     return slope
 
 
-#: the steppers of :func:`train` by ``method`` (``"gd"`` runs :class:`FusedGD` where the fused
-#: kernels apply)
-METHODS = {"gd": FixedStepGD, "flow": AdaptiveEuler, "armijo": PersistentArmijo}
+@dataclass(frozen=True)
+class _Context:
+    """What a method's :meth:`Stepper.start` may use besides the problem and the settings: the
+    fused evaluator (or None), the family's per-field rates, the clock factor κ and a factory
+    of the Armijo slope (:func:`_slope`)."""
+
+    fused: Any
+    rates: dict
+    kappa: float
+    slope: Callable[[], Callable]
+
+
+#: the methods of :func:`train`, each a :class:`Stepper` class with its per-method ``OPTIONS``
+#: and their defaults (``"gd"`` runs :class:`FusedGD` where the fused kernels apply), as
+#: ``scipy.integrate.solve_ivp`` keeps its METHODS
+METHODS: dict[str, type[Stepper]] = {"gd": FixedStepGD, "flow": AdaptiveEuler,
+                                     "armijo": PersistentArmijo}
 
 
 def _train_rescaled(fam, m, params, teacher, s: TrainSettings, mult, *, schedule, recorder,

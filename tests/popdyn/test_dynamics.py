@@ -317,3 +317,26 @@ def test_settings_kwargs_train_the_same_run(small, method):
     assert np.array_equal(a.final.W, b.final.W) and a.status == b.status
     assert {k: v for k, v in a.info.items() if k != "wall_time"} == \
         {k: v for k, v in b.info.items() if k != "wall_time"}
+
+
+def test_methods_registry_takes_a_new_stepper(small, monkeypatch):
+    """:data:`popdyn.dynamics.METHODS` is what :func:`popdyn.train` dispatches on: a stepper
+    registered under a new name (here fixed-step GD at half the step, with no options) is a
+    method of train, and runs bit for bit as ``"gd"`` with ``lr / 2`` (general path)."""
+    from popdyn import dynamics
+
+    class HalfStep(dynamics.Stepper):
+        def _propose(self):
+            h = 0.5 * self.problem.lr
+            return self.problem.axpy(self.p, self.g, h), h
+
+    s = popdyn.Student(4, 3, "tanh")
+    t = popdyn.Teacher.additive("h2", np.eye(4)[:2])
+    p0 = s.init(1, 0.3)
+    monkeypatch.setitem(dynamics.METHODS, "half", HalfStep)
+    a = popdyn.train(s, p0, t, method="half", lr=0.2, max_updates=15)
+    b = popdyn.train(s, p0, t, method="gd", lr=0.1, max_updates=15)
+    assert np.array_equal(a.loss, b.loss) and np.array_equal(a.t, b.t)
+    assert np.array_equal(a.final.W, b.final.W) and a.info["method"] == "half"
+    with pytest.raises(ValueError, match="`eps` does not apply to method 'half'"):
+        TrainSettings.of("half", eps=0.1)
