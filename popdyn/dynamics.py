@@ -390,6 +390,8 @@ class Stepper:
 
     #: the per-method options of :class:`TrainSettings` this method takes, with their defaults
     OPTIONS: dict = {}
+    #: the name of the method in :data:`METHODS` (:meth:`state`)
+    METHOD = ""
 
     @classmethod
     def start(cls, problem: Problem, recorder, settings: "TrainSettings",
@@ -401,6 +403,45 @@ class Stepper:
         """What the method adds to the trajectory: (``info`` entries, :class:`Trajectory`
         fields)."""
         return {}, {}
+
+    def state(self) -> dict:
+        """Everything a run continues from (copies): method, update count n, flow time t,
+        status, loss L, state p and its gradient g, the counters, the divergence bound, and
+        the method's own state (its step; the fused step's moments).  Not the history (losses,
+        snapshots) nor a plateau watch, which the caller keeps."""
+        out = {"method": self.METHOD, "n": self.n, "t": self.t, "status": self.status,
+               "L": self.L, "p": self.p.copy(), "g": None if self.g is None else self.g.copy(),
+               "grad_evals": self.grad_evals, "forced_steps": self.forced_steps,
+               "bound": self.bound}
+        out.update(self._own_state())
+        return out
+
+    def _own_state(self) -> dict:
+        return {}
+
+    @classmethod
+    def _class_for(cls, context) -> type["Stepper"]:
+        return cls
+
+    @classmethod
+    def from_state(cls, problem: Problem, recorder, settings: "TrainSettings",
+                   context: "_Context", state: dict) -> "Stepper":
+        """The stepper continuing ``state`` (:meth:`state`) on ``problem``; no evaluation and
+        no snapshot at the restored state (the run it came from recorded it)."""
+        klass = cls._class_for(context)
+        run = klass.__new__(klass)
+        run.problem, run.rec, run.watch, run._units = problem, recorder, None, None
+        run.n, run.t, run.status, run.L = state["n"], state["t"], state["status"], state["L"]
+        run.p = state["p"].copy()
+        run.g = None if state["g"] is None else state["g"].copy()
+        run.grad_evals, run.forced_steps = state["grad_evals"], state["forced_steps"]
+        run.bound = state["bound"]
+        run.losses, run.ns, run.ts = [run.L], [run.n], [run.t]
+        run._restore(state, settings, context)
+        return run
+
+    def _restore(self, state, settings, context):
+        pass
 
     def __init__(self, problem: Problem, recorder):
         pr = self.problem = problem
@@ -497,11 +538,17 @@ class FixedStepGD(Stepper):
     """θ ← θ − Δt κ P ∇L with Δt = ``lr`` (method ``"gd"``); :class:`FusedGD` where the fused
     kernels apply."""
 
+    METHOD = "gd"
+
     @classmethod
     def start(cls, problem, recorder, settings, context):
         if context.fused is not None:
             return FusedGD(problem, recorder, context.fused, context.rates, context.kappa)
         return cls(problem, recorder)
+
+    @classmethod
+    def _class_for(cls, context):
+        return FusedGD if context.fused is not None else cls
 
     def _propose(self):
         lr = self.problem.lr
@@ -520,6 +567,19 @@ class PersistentArmijo(Stepper):
     C1, TOL = 1e-4, 1e-13
     #: the initial force step h (the paper's 0.05) and the halvings allowed per update (40)
     OPTIONS = {"h0": 0.05, "max_halvings": 40}
+    METHOD = "armijo"
+
+    def _own_state(self):
+        return {"h": self.h, "failure": self.failure, "values":
+                None if self._values is None else tuple(v.copy() for v in self._values)}
+
+    def _restore(self, state, settings, context):
+        self.h, self.max_halvings, self.slope = state["h"], settings.max_halvings, context.slope()
+        self.steps, self.backtracks, self.failure = [], [], state["failure"]
+        self._fz, self._values = context.fused, state["values"]
+        if self._fz is not None:
+            self.rec.moments = self._moments
+            self._fz.values = state["values"]
 
     @classmethod
     def start(cls, problem, recorder, settings, context):
@@ -592,6 +652,14 @@ class AdaptiveEuler(Stepper):
 
     #: tolerance ε, initial step and step bounds (0 < h_min ≤ h0 ≤ h_max)
     OPTIONS = {"eps": 0.05, "h0": 0.05, "h_min": 1e-6, "h_max": 10.0}
+    METHOD = "flow"
+
+    def _own_state(self):
+        return {"h": self.h}
+
+    def _restore(self, state, settings, context):
+        self.eps, self.h_min, self.h_max = settings.eps, settings.h_min, settings.h_max
+        self.h = state["h"]
 
     @classmethod
     def start(cls, problem, recorder, settings, context):
@@ -713,6 +781,20 @@ class FusedGD(Stepper):
         self.p = Params(p.a.copy(), p.W.copy(), p.b.copy(), p.c)      # updated in place
         self.g = Params(g.a.copy(), g.W.copy(), g.b.copy(), g.c)
 
+    METHOD = "gd"
+
+    def _own_state(self):
+        v = self.fz.values
+        return {"values": None if v is None else tuple(x.copy() for x in v)}
+
+    def _restore(self, state, settings, context):
+        self.fz = fz = context.fused
+        self.rec.moments = fz.moments
+        h = self.problem.lr * context.kappa
+        r = context.rates
+        self.h = (h, h * r["a"], h * r["b"], h * r["c"])
+        fz.values = state["values"]
+
     def _step_impl(self, nmax):
         fz, pr, st = self.fz, self.problem, self.fz.student
         _fk = fz._fk
@@ -815,35 +897,16 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
 
 
 def _train_own_clock(fam, kappa, params, teacher, s: TrainSettings, mult, *, schedule, recorder,
-           plateau_watch) -> Trajectory:
+                     plateau_watch) -> Trajectory:
     """:func:`train` on the family's own clock, from the validated settings ``s`` and the
     family's rate multipliers ``mult``."""
-    student = fam.student
     method = s.method
     if plateau_watch is not None and not isinstance(plateau_watch, PlateauWatch):
         raise TypeError("`plateau_watch` must be a popdyn.plateau.PlateauWatch or None, got "
                         f"{type(plateau_watch).__name__}")
-    rates = fam.rates(mult)
-    VY = teacher.variance
-    if not VY > 0:
-        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
-
-    fz = _Fused.make(student, teacher) if _FUSED else None
-    if fz is not None:
-        evaluate = fz.evaluate
-    else:
-        def evaluate(q):
-            return fam.evaluate(q, teacher, s.rtol)
-
-    def axpy(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
-        return fam.axpy(q, g, h * kappa, rates)
-
+    problem, rec, context = _setup(fam, kappa, params, teacher, s, mult, schedule, recorder)
     t0 = time.perf_counter()
-    rec = _Recorder(schedule, recorder, student, teacher, fields=fam.fields)
-    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, s.lr, s.max_updates,
-                      s.max_time, s.loss_target, s.explode, schedule)
-    context = _Context(fused=fz, rates=rates, kappa=kappa,
-                       slope=lambda: _slope(params, fam.fields, axpy))
+    VY, rates = problem.VY, context.rates
     run = METHODS[method].start(problem, rec, s, context)
     rule = schedule.plateau
     watch = None
@@ -876,6 +939,68 @@ def _train_own_clock(fam, kappa, params, teacher, s: TrainSettings, mult, *, sch
             ell = tr.mse if rule.units == "mse" else tr.normalized_loss
             tr.plateau = rule.apply(ell, n=tr.n, t=tr.t)
     return tr
+
+
+def _setup(fam, kappa, params, teacher, s: TrainSettings, mult, schedule, recorder):
+    """The :class:`Problem`, the recorder and the start context of one run on the family's own
+    clock (κ = ``kappa``)."""
+    student = fam.student
+    rates = fam.rates(mult)
+    VY = teacher.variance
+    if not VY > 0:
+        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
+
+    fz = _Fused.make(student, teacher) if _FUSED else None
+    if fz is not None:
+        evaluate = fz.evaluate
+    else:
+        def evaluate(q):
+            return fam.evaluate(q, teacher, s.rtol)
+
+    def axpy(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
+        return fam.axpy(q, g, h * kappa, rates)
+
+    rec = _Recorder(schedule, recorder, student, teacher, fields=fam.fields)
+    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, s.lr, s.max_updates,
+                      s.max_time, s.loss_target, s.explode, schedule)
+    context = _Context(fused=fz, rates=rates, kappa=kappa,
+                       slope=lambda: _slope(params, fam.fields, axpy))
+    return problem, rec, context
+
+
+def stepper(student: AnyStudent, params, teacher: Teacher,
+            settings: "TrainSettings | None" = None, *, schedule: Schedule | None = None,
+            recorder: Callable[..., dict] | None = None, state: dict | None = None) -> "Stepper":
+    """The :class:`Stepper` of one :func:`train` run, to be driven by ``step()`` / ``run()``:
+    at ``params`` (update 0), or -- with ``state`` from :meth:`Stepper.state` -- continuing
+    that state (its update count, flow time, step and counters), bit for bit as the run it was
+    taken from would have continued.
+
+    ``settings`` (default ``TrainSettings()``) must be those of the run the state came from.
+    Students whose reported clock is rescaled (SwiGLU ``clock="mean_field"``) are not
+    supported here (:func:`train` runs them).
+    """
+    s = TrainSettings() if settings is None else settings
+    if not isinstance(s, TrainSettings):
+        raise TypeError("`settings` must be a popdyn.dynamics.TrainSettings or None, got "
+                        f"{type(s).__name__}")
+    fam = family_of(student)
+    fam.check(params, teacher)
+    kappa, tscale = fam.clock()
+    if tscale != 1.0:
+        raise ValueError("`student` reports a rescaled clock (SwiGLU clock='mean_field'): "
+                         "use popdyn.train")
+    mult = fam.multipliers(None if s.rates is None else dict(s.rates),
+                           head_lr_mult=s.head_lr_mult, bias_lr_mult=s.bias_lr_mult,
+                           intercept_lr_mult=s.intercept_lr_mult)
+    problem, rec, context = _setup(fam, kappa, params, teacher, s, mult, _schedule(schedule),
+                                   recorder)
+    if state is None:
+        return METHODS[s.method].start(problem, rec, s, context)
+    if state.get("method") != s.method:
+        raise ValueError(f"`state` is of method {state.get('method')!r}, the settings' is "
+                         f"{s.method!r}")
+    return METHODS[s.method].from_state(problem, rec, s, context, state)
 
 
 def _slope(p0, fields, axpy):

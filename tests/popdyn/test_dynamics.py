@@ -340,3 +340,41 @@ def test_methods_registry_takes_a_new_stepper(small, monkeypatch):
     assert np.array_equal(a.final.W, b.final.W) and a.info["method"] == "half"
     with pytest.raises(ValueError, match="`eps` does not apply to method 'half'"):
         TrainSettings.of("half", eps=0.1)
+
+
+@pytest.mark.parametrize("case", ["gd", "gd_fused", "flow", "armijo", "armijo_fused"])
+def test_stepper_state_continues_bit_for_bit(case):
+    """A stepper rebuilt from :meth:`Stepper.state` (a plain copy of n, t, the state, its
+    gradient, the counters and the method's step) continues exactly as the run it was taken
+    from: the same losses, times, states and counters after it (general and fused paths)."""
+    from popdyn.dynamics import stepper
+
+    method = case.split("_")[0]
+    T = popdyn.Teacher.additive("h3+0.3h2", np.eye(4)[:1])
+    if case.endswith("fused"):
+        s = popdyn.Student.preset("paper_relu", 4, 5) if method == "armijo" else \
+            popdyn.Student(4, 3, "relu", bias=True)
+        assert _Fused.make(s, T) is not None
+    else:
+        s = popdyn.Student(4, 3, "tanh", bias=True)
+    p0 = s.init(2, 0.5)
+    opts = {"gd": {"lr": 0.1}, "flow": {"eps": 0.1}, "armijo": {"h0": 0.8}}[method]
+    cfg = TrainSettings.of(method, max_updates=40, **opts)
+    sch = popdyn.Schedule(every=7, early=())
+    a = stepper(s, p0, T, cfg, schedule=sch)
+    a.step(); a.step()
+    assert a.n == 14 and a.status == "running"
+    state = a.state()
+    b = stepper(s, p0, T, cfg, schedule=sch, state=state)
+    a.run(); b.run()
+    k = len(b.losses)
+    assert a.ns[-k:] == b.ns and a.losses[-k:] == b.losses and a.ts[-k:] == b.ts
+    assert a.n == b.n == 40 and a.status == b.status
+    assert a.grad_evals == b.grad_evals and a.forced_steps == b.forced_steps
+    for f in ("a", "W", "b"):
+        assert np.array_equal(getattr(a.p, f), getattr(b.p, f))
+    assert a.p.c == b.p.c
+    if method == "armijo":
+        assert a.steps[-(k - 1):] == b.steps and a.h == b.h
+    with pytest.raises(ValueError, match="`state` is of method"):
+        stepper(s, p0, T, TrainSettings.of("gd" if method != "gd" else "flow"), state=state)
