@@ -44,7 +44,7 @@ def main() -> int:
           f"load {os.getloadavg()[0]:.2f}")
     for spec in C.expand(B.config(1, 10, 100)):
         student, teacher, p0, train, _, _ = runner.build(spec)
-        kw = runner._defaults(train)
+        kw = dynamics.TrainSettings.from_config(train).kwargs()
         fz = dynamics._Fused.make(student, teacher)
         warm = popdyn.train(student, p0, teacher, **{**kw, "max_updates": 2000},
                             schedule=popdyn.Schedule(every=10_000, early=()))

@@ -56,10 +56,11 @@ def trajectory_states(spec: dict, updates: int, every: int):
     (student, teacher, states): the initial state and the state after every ``every`` updates
     (the states the other benchmarks time the kernels on)."""
     import popdyn
+    from popdyn.dynamics import TrainSettings
     from popdyn.experiments import runner
 
     student, teacher, p0, train, _, _ = runner.build(spec)
-    kw = runner._defaults(train)
+    kw = TrainSettings.from_config(train).kwargs()
     sched = popdyn.Schedule(every=10 ** 9, early=())
     p, states = p0, [p0]
     for _ in range(updates // every):

@@ -36,7 +36,9 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
                 bias_lr_mult, intercept_lr_mult, eps, h0, h_min, h_max, max_halvings,
                 max_updates, max_time, loss_target, explode   (stopping rules: loss_target,
                 max_updates, max_time, explode; "armijo": persistent Armijo from h0 with
-                max_halvings, Kumar eq. (19))
+                max_halvings, Kumar eq. (19)).  eps, h_min, h_max belong to "flow", h0 to
+                "flow" and "armijo", max_halvings to "armijo": an option the method does
+                not take is an error (popdyn.dynamics.TrainSettings.from_config)
                 method = "paper_euler": the SwiGLU protocol of Kumar App. U.6
                 (:func:`popdyn.swiglu.train_paper`) for a biased SwiGLU student
                 (``biases = true``, ``intercept = true``); keys dt (a fixed Δt; absent: the
@@ -94,7 +96,7 @@ from . import _validate as V
 from . import families as _families
 from .diagnostics.refit import KINDS
 from .family import family_of
-from .dynamics import train as _train
+from .dynamics import TrainSettings, train as _train
 from .models import INIT_CONVENTIONS
 from .dynamics import SCHEDULE_KINDS, Schedule
 from .plateau import NAMED_RULES
@@ -639,6 +641,7 @@ def _check_train(student, teacher, train, where):
     try:
         if "max_updates" in train:
             V.nonneg_int("max_updates", train["max_updates"])
+        TrainSettings.from_config(train)      # an option of another method is refused here
         _train(student, student.init(0, 1.0), teacher, **{**train, "max_updates": 0})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[train] in {where}: {exc}") from None

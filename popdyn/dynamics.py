@@ -35,7 +35,10 @@ Every method is a :class:`Stepper` over one frozen :class:`Problem` (the templat
 ``scipy.integrate.OdeSolver``): ``step()`` owns n, t, the status and the counters, and
 :class:`FixedStepGD`, :class:`AdaptiveEuler`, :class:`FusedGD` (relu / leaky-relu students: the
 updates between two snapshots inside numba) and the finite-sample SGD of :mod:`popdyn.finite`
-implement ``_step_impl``; :data:`METHODS` maps each ``method`` name to its stepper.
+implement ``_step_impl``; :data:`METHODS` maps each ``method`` name to its stepper class, which
+declares its options and their defaults (``OPTIONS``) and starts itself (``Stepper.start``).
+The options of a run are one frozen :class:`TrainSettings` record (built by :func:`train` from
+its keywords, or from a configuration ``[train]`` table by :meth:`TrainSettings.from_config`).
 
 Stopping rules: normalized loss 2L/V_Y ≤ ``loss_target`` → ``converged``; ``max_updates`` or
 ``max_time`` reached → ``horizon``; a non-finite state or a loss above ``explode`` × max(L₀, V_Y)
@@ -50,7 +53,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic
+from typing import Any, Callable, Generic, Mapping
 
 import numpy as np
 
@@ -240,29 +243,114 @@ class _Recorder:
                 {f: np.array(v) for f, v in self.snaps.items()})
 
 
-def _settings(method, lr, eps, h0, h_min, h_max, max_updates, max_time, loss_target, explode,
-              schedule, max_halvings=40) -> dict:
-    """Validated integrator settings of :func:`train` (every student family; the rate
-    multipliers are the family's, :meth:`popdyn.families.BoundFamily.multipliers`)."""
-    V.choice("method", method, METHODS)
-    out = dict(method=method, lr=V.real("lr", lr, positive=True),
-               eps=V.real("eps", eps, positive=True), h0=V.real("h0", h0, positive=True),
-               h_min=V.real("h_min", h_min, positive=True),
-               h_max=V.real("h_max", h_max, positive=True, allow_inf=True))
-    out["max_halvings"] = V.nonneg_int("max_halvings", max_halvings)
-    # the persistent Armijo step only halves from h0: [h_min, h_max] bound the flow's step
-    if method != "armijo" and not out["h_min"] <= out["h0"] <= out["h_max"]:
-        raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {out['h_min']}, "
-                         f"{out['h0']}, {out['h_max']}")
-    out["max_updates"] = V.nonneg_int("max_updates", max_updates)
-    out["max_time"] = V.real("max_time", max_time, positive=True, allow_inf=True)
-    out["loss_target"] = V.real("loss_target", loss_target, nonnegative=True)
-    out["explode"] = V.real("explode", explode, positive=True)
+#: the options of :func:`train` that every method takes (:class:`TrainSettings`)
+COMMON_OPTIONS = ("method", "lr", "rates", "head_lr_mult", "bias_lr_mult", "intercept_lr_mult",
+                  "max_updates", "max_time", "loss_target", "explode", "rtol")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The validated options of one :func:`train` run (docs/design.md §4), without the run's
+    schedule, recorder and plateau watch.
+
+    Common to every method: ``method``, ``lr`` (the GD step Δt on the flow clock), the rate
+    multipliers ``rates`` (as sorted (field, value) pairs, or None) and ``head_lr_mult`` /
+    ``bias_lr_mult`` / ``intercept_lr_mult``, the horizon ``max_updates`` / ``max_time``, the
+    stopping rules ``loss_target`` / ``explode`` and the series tolerance ``rtol``
+    (:data:`COMMON_OPTIONS`).  Per method (the ``OPTIONS`` of its stepper in :data:`METHODS`):
+    ``eps``, ``h0``, ``h_min``, ``h_max`` of ``"flow"`` (:class:`AdaptiveEuler`), ``h0`` and
+    ``max_halvings`` of ``"armijo"`` (Kumar (arXiv 2609.39408) App. A eq. (19),
+    :class:`PersistentArmijo`); ``"gd"`` has none.  The record holds every option (a method
+    ignores the others), so that :func:`train`'s ``info`` and a resumed run see the same values.
+
+    Construction validates the values as :func:`train` does (one error naming the option);
+    :meth:`of` and :meth:`from_config` also refuse an option that the method does not take.
+    The rate groups are the student family's and are checked by :func:`train`
+    (:meth:`popdyn.families.BoundFamily.multipliers`).
+    """
+
+    method: str = "flow"
+    lr: float = 0.05
+    #: given as a mapping (or pairs), kept as the sorted (field, value) pairs
+    rates: tuple | Mapping[str, float] | None = None
+    head_lr_mult: float | None = None
+    bias_lr_mult: float | None = None
+    intercept_lr_mult: float | None = None
+    max_updates: int = 100_000
+    max_time: float = np.inf
+    loss_target: float = 0.0
+    explode: float = 1e6
+    rtol: float = 1e-10
+    eps: float = 0.05
+    h0: float = 0.05
+    h_min: float = 1e-6
+    h_max: float = 10.0
+    max_halvings: int = 40
+
+    def __post_init__(self):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        V.choice("method", self.method, METHODS)
+        put("lr", V.real("lr", self.lr, positive=True))
+        put("eps", V.real("eps", self.eps, positive=True))
+        put("h0", V.real("h0", self.h0, positive=True))
+        put("h_min", V.real("h_min", self.h_min, positive=True))
+        put("h_max", V.real("h_max", self.h_max, positive=True, allow_inf=True))
+        put("max_halvings", V.nonneg_int("max_halvings", self.max_halvings))
+        # the persistent Armijo step only halves from h0: [h_min, h_max] bound the flow's step
+        if self.method != "armijo" and not self.h_min <= self.h0 <= self.h_max:
+            raise ValueError(f"need 0 < `h_min` <= `h0` <= `h_max`, got {self.h_min}, "
+                             f"{self.h0}, {self.h_max}")
+        put("max_updates", V.nonneg_int("max_updates", self.max_updates))
+        put("max_time", V.real("max_time", self.max_time, positive=True, allow_inf=True))
+        put("loss_target", V.real("loss_target", self.loss_target, nonnegative=True))
+        put("explode", V.real("explode", self.explode, positive=True))
+        if self.rates is not None:
+            put("rates", tuple(sorted(dict(self.rates).items())))
+
+    @classmethod
+    def options(cls, method: str) -> tuple:
+        """The option names ``method`` takes: :data:`COMMON_OPTIONS` and its stepper's."""
+        V.choice("method", method, METHODS)
+        return COMMON_OPTIONS + tuple(METHODS[method].OPTIONS)
+
+    @classmethod
+    def of(cls, method: str = "flow", **options) -> "TrainSettings":
+        """The settings of ``method`` from the options it takes (the others at their
+        defaults); an option of another method, or no method's, is one error naming it and
+        the options of ``method``."""
+        valid = cls.options(method)
+        for name in options:
+            if name not in valid:
+                known = COMMON_OPTIONS + tuple(o for M in METHODS.values() for o in M.OPTIONS)
+                what = (f"does not apply to method {method!r}" if name in known
+                        else "is not a training option")
+                raise ValueError(f"`{name}` {what}; the options of method {method!r} are "
+                                 f"{sorted(valid)}")
+        return cls(method=method, **options)
+
+    @classmethod
+    def from_config(cls, table: dict) -> "TrainSettings":
+        """The settings of a configuration ``[train]`` table (:mod:`popdyn.config`; not the
+        ``method = "paper_euler"`` protocol of :func:`popdyn.swiglu.train_paper`), strict as
+        :meth:`of`; ``method`` defaults to ``"flow"``."""
+        table = dict(table)
+        return cls.of(table.pop("method", "flow"), **table)
+
+    def kwargs(self) -> dict:
+        """Every keyword of :func:`train` but ``schedule``, ``recorder`` and ``plateau_watch``,
+        with this record's values."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["rates"] = None if self.rates is None else dict(self.rates)
+        return out
+
+
+def _schedule(schedule) -> Schedule:
     schedule = Schedule() if schedule is None else schedule
     if not isinstance(schedule, Schedule):
         raise TypeError("`schedule` must be a popdyn.Schedule")
-    out["schedule"] = schedule
-    return out
+    return schedule
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,6 +387,61 @@ class Stepper:
     segment between two snapshots inside numba) and ``popdyn.finite``'s minibatch SGD / noisy SGD.
     Status: ``running`` until ``converged``, ``horizon`` or ``diverged``.
     """
+
+    #: the per-method options of :class:`TrainSettings` this method takes, with their defaults
+    OPTIONS: dict = {}
+    #: the name of the method in :data:`METHODS` (:meth:`state`)
+    METHOD = ""
+
+    @classmethod
+    def start(cls, problem: Problem, recorder, settings: "TrainSettings",
+              context: "_Context") -> "Stepper":
+        """The stepper of ``settings.method`` at the start of ``problem`` (:func:`train`)."""
+        return cls(problem, recorder)
+
+    def report(self) -> tuple[dict, dict]:
+        """What the method adds to the trajectory: (``info`` entries, :class:`Trajectory`
+        fields)."""
+        return {}, {}
+
+    def state(self) -> dict:
+        """Everything a run continues from (copies): method, update count n, flow time t,
+        status, loss L, state p and its gradient g, the counters, the divergence bound, and
+        the method's own state (its step; the fused step's moments).  Not the history (losses,
+        snapshots) nor a plateau watch, which the caller keeps."""
+        out = {"method": self.METHOD, "n": self.n, "t": self.t, "status": self.status,
+               "L": self.L, "p": self.p.copy(), "g": None if self.g is None else self.g.copy(),
+               "grad_evals": self.grad_evals, "forced_steps": self.forced_steps,
+               "bound": self.bound}
+        out.update(self._own_state())
+        return out
+
+    def _own_state(self) -> dict:
+        return {}
+
+    @classmethod
+    def _class_for(cls, context) -> type["Stepper"]:
+        return cls
+
+    @classmethod
+    def from_state(cls, problem: Problem, recorder, settings: "TrainSettings",
+                   context: "_Context", state: dict) -> "Stepper":
+        """The stepper continuing ``state`` (:meth:`state`) on ``problem``; no evaluation and
+        no snapshot at the restored state (the run it came from recorded it)."""
+        klass = cls._class_for(context)
+        run = klass.__new__(klass)
+        run.problem, run.rec, run.watch, run._units = problem, recorder, None, None
+        run.n, run.t, run.status, run.L = state["n"], state["t"], state["status"], state["L"]
+        run.p = state["p"].copy()
+        run.g = None if state["g"] is None else state["g"].copy()
+        run.grad_evals, run.forced_steps = state["grad_evals"], state["forced_steps"]
+        run.bound = state["bound"]
+        run.losses, run.ns, run.ts = [run.L], [run.n], [run.t]
+        run._restore(state, settings, context)
+        return run
+
+    def _restore(self, state, settings, context):
+        pass
 
     def __init__(self, problem: Problem, recorder):
         pr = self.problem = problem
@@ -392,7 +535,20 @@ class Stepper:
 
 
 class FixedStepGD(Stepper):
-    """θ ← θ − Δt κ P ∇L with Δt = ``lr`` (method ``"gd"``)."""
+    """θ ← θ − Δt κ P ∇L with Δt = ``lr`` (method ``"gd"``); :class:`FusedGD` where the fused
+    kernels apply."""
+
+    METHOD = "gd"
+
+    @classmethod
+    def start(cls, problem, recorder, settings, context):
+        if context.fused is not None:
+            return FusedGD(problem, recorder, context.fused, context.rates, context.kappa)
+        return cls(problem, recorder)
+
+    @classmethod
+    def _class_for(cls, context):
+        return FusedGD if context.fused is not None else cls
 
     def _propose(self):
         lr = self.problem.lr
@@ -409,6 +565,31 @@ class PersistentArmijo(Stepper):
 
     #: sufficient-decrease constant and the relative round-off allowance of eq. (19)
     C1, TOL = 1e-4, 1e-13
+    #: the initial force step h (the paper's 0.05) and the halvings allowed per update (40)
+    OPTIONS = {"h0": 0.05, "max_halvings": 40}
+    METHOD = "armijo"
+
+    def _own_state(self):
+        return {"h": self.h, "failure": self.failure, "values":
+                None if self._values is None else tuple(v.copy() for v in self._values)}
+
+    def _restore(self, state, settings, context):
+        self.h, self.max_halvings, self.slope = state["h"], settings.max_halvings, context.slope()
+        self.steps, self.backtracks, self.failure = [], [], state["failure"]
+        self._fz, self._values = context.fused, state["values"]
+        if self._fz is not None:
+            self.rec.moments = self._moments
+            self._fz.values = state["values"]
+
+    @classmethod
+    def start(cls, problem, recorder, settings, context):
+        return cls(problem, recorder, h0=settings.h0, max_halvings=settings.max_halvings,
+                   slope=context.slope(), fused=context.fused)
+
+    def report(self):
+        return ({"max_halvings": self.max_halvings, "h": self.h, "failure": self.failure},
+                {"steps": np.array(self.steps, dtype=np.float64),
+                 "backtracks": np.array(self.backtracks, dtype=np.int64)})
 
     def __init__(self, problem, recorder, *, h0, max_halvings, slope, fused=None):
         self.h, self.max_halvings, self.slope = h0, max_halvings, slope
@@ -468,6 +649,22 @@ class PersistentArmijo(Stepper):
 
 class AdaptiveEuler(Stepper):
     """Adaptive Euler with step-doubling error control (method ``"flow"``, module docstring)."""
+
+    #: tolerance ε, initial step and step bounds (0 < h_min ≤ h0 ≤ h_max)
+    OPTIONS = {"eps": 0.05, "h0": 0.05, "h_min": 1e-6, "h_max": 10.0}
+    METHOD = "flow"
+
+    def _own_state(self):
+        return {"h": self.h}
+
+    def _restore(self, state, settings, context):
+        self.eps, self.h_min, self.h_max = settings.eps, settings.h_min, settings.h_max
+        self.h = state["h"]
+
+    @classmethod
+    def start(cls, problem, recorder, settings, context):
+        return cls(problem, recorder, eps=settings.eps, h0=settings.h0, h_min=settings.h_min,
+                   h_max=settings.h_max)
 
     def __init__(self, problem, recorder, *, eps, h0, h_min, h_max):
         self.eps, self.h, self.h_min, self.h_max = eps, h0, h_min, h_max
@@ -584,6 +781,20 @@ class FusedGD(Stepper):
         self.p = Params(p.a.copy(), p.W.copy(), p.b.copy(), p.c)      # updated in place
         self.g = Params(g.a.copy(), g.W.copy(), g.b.copy(), g.c)
 
+    METHOD = "gd"
+
+    def _own_state(self):
+        v = self.fz.values
+        return {"values": None if v is None else tuple(x.copy() for x in v)}
+
+    def _restore(self, state, settings, context):
+        self.fz = fz = context.fused
+        self.rec.moments = fz.moments
+        h = self.problem.lr * context.kappa
+        r = context.rates
+        self.h = (h, h * r["a"], h * r["b"], h * r["c"])
+        fz.values = state["values"]
+
     def _step_impl(self, nmax):
         fz, pr, st = self.fz, self.problem, self.fz.student
         _fk = fz._fk
@@ -672,49 +883,32 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
     kappa, tscale = fam.clock()
     mult = fam.multipliers(rates, head_lr_mult=head_lr_mult, bias_lr_mult=bias_lr_mult,
                            intercept_lr_mult=intercept_lr_mult)
+    settings = TrainSettings(method=method, lr=lr, rates=rates, head_lr_mult=head_lr_mult,
+                             bias_lr_mult=bias_lr_mult, intercept_lr_mult=intercept_lr_mult,
+                             max_updates=max_updates, max_time=max_time,
+                             loss_target=loss_target, explode=explode, rtol=rtol, eps=eps,
+                             h0=h0, h_min=h_min, h_max=h_max, max_halvings=max_halvings)
+    schedule = _schedule(schedule)
     if tscale != 1.0:
-        return _train_rescaled(fam, tscale, params, teacher, method=method, lr=lr,
-                               rates=mult, eps=eps, h0=h0,
-                               h_min=h_min, h_max=h_max, max_updates=max_updates,
-                               max_time=max_time, loss_target=loss_target, explode=explode,
-                               schedule=schedule, recorder=recorder, rtol=rtol,
-                               max_halvings=max_halvings, plateau_watch=plateau_watch)
-    cfg = _settings(method, lr, eps, h0, h_min, h_max, max_updates, max_time, loss_target,
-                    explode, schedule, max_halvings)
+        return _train_rescaled(fam, tscale, params, teacher, settings, mult, schedule=schedule,
+                               recorder=recorder, plateau_watch=plateau_watch)
+    return _train_own_clock(fam, kappa, params, teacher, settings, mult, schedule=schedule,
+                  recorder=recorder, plateau_watch=plateau_watch)
+
+
+def _train_own_clock(fam, kappa, params, teacher, s: TrainSettings, mult, *, schedule, recorder,
+                     plateau_watch) -> Trajectory:
+    """:func:`train` on the family's own clock, from the validated settings ``s`` and the
+    family's rate multipliers ``mult``."""
+    method = s.method
     if plateau_watch is not None and not isinstance(plateau_watch, PlateauWatch):
         raise TypeError("`plateau_watch` must be a popdyn.plateau.PlateauWatch or None, got "
                         f"{type(plateau_watch).__name__}")
-    rates = fam.rates(mult)
-    VY = teacher.variance
-    if not VY > 0:
-        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
-
-    fz = _Fused.make(student, teacher) if _FUSED else None
-    if fz is not None:
-        evaluate = fz.evaluate
-    else:
-        def evaluate(q):
-            return fam.evaluate(q, teacher, rtol)
-
-    def axpy(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
-        return fam.axpy(q, g, h * kappa, rates)
-
+    problem, rec, context = _setup(fam, kappa, params, teacher, s, mult, schedule, recorder)
     t0 = time.perf_counter()
-    rec = _Recorder(cfg["schedule"], recorder, student, teacher, fields=fam.fields)
-    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, cfg["lr"], cfg["max_updates"],
-                      cfg["max_time"], cfg["loss_target"], cfg["explode"], cfg["schedule"])
-    run: Stepper
-    if method == "flow":
-        run = AdaptiveEuler(problem, rec, eps=cfg["eps"], h0=cfg["h0"], h_min=cfg["h_min"],
-                            h_max=cfg["h_max"])
-    elif method == "armijo":
-        run = PersistentArmijo(problem, rec, h0=cfg["h0"], max_halvings=cfg["max_halvings"],
-                               slope=_slope(params, fam.fields, axpy), fused=fz)
-    elif fz is not None:
-        run = FusedGD(problem, rec, fz, rates, kappa)
-    else:
-        run = FixedStepGD(problem, rec)
-    rule = cfg["schedule"].plateau
+    VY, rates = problem.VY, context.rates
+    run = METHODS[method].start(problem, rec, s, context)
+    rule = schedule.plateau
     watch = None
     if rule is not None:
         watch = plateau_watch if plateau_watch is not None else rule.watch()
@@ -729,17 +923,13 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
     p, status, ngrad, forced = run.p, run.status, run.grad_evals, run.forced_steps
     losses, ns, ts = run.losses, run.ns, run.ts
     sn, st, snaps = rec.arrays()
-    info = dict(method=method, lr=cfg["lr"], **fam.train_info(cfg, rates), eps=cfg["eps"],
-                h0=cfg["h0"], h_min=cfg["h_min"], h_max=cfg["h_max"],
-                max_updates=cfg["max_updates"], max_time=cfg["max_time"],
-                loss_target=cfg["loss_target"], grad_evals=ngrad, forced_steps=forced,
+    info = dict(method=method, lr=s.lr, **fam.train_info(s, rates), eps=s.eps,
+                h0=s.h0, h_min=s.h_min, h_max=s.h_max,
+                max_updates=s.max_updates, max_time=s.max_time,
+                loss_target=s.loss_target, grad_evals=ngrad, forced_steps=forced,
                 wall_time=time.perf_counter() - t0)
-    extra: dict[str, Any] = {}
-    if method == "armijo":
-        assert isinstance(run, PersistentArmijo)
-        info.update(max_halvings=cfg["max_halvings"], h=run.h, failure=run.failure)
-        extra = dict(steps=np.array(run.steps, dtype=np.float64),
-                     backtracks=np.array(run.backtracks, dtype=np.int64))
+    more, extra = run.report()
+    info.update(more)
     tr = Trajectory(np.array(ns, dtype=np.int64), np.array(ts), np.array(losses), sn, st, snaps,
                     status, p, VY, rec.records, info, fam.params_type, **extra)
     if watch is not None:
@@ -749,6 +939,68 @@ def train(student: AnyStudent, params: P, teacher: Teacher, *, method: str = "fl
             ell = tr.mse if rule.units == "mse" else tr.normalized_loss
             tr.plateau = rule.apply(ell, n=tr.n, t=tr.t)
     return tr
+
+
+def _setup(fam, kappa, params, teacher, s: TrainSettings, mult, schedule, recorder):
+    """The :class:`Problem`, the recorder and the start context of one run on the family's own
+    clock (κ = ``kappa``)."""
+    student = fam.student
+    rates = fam.rates(mult)
+    VY = teacher.variance
+    if not VY > 0:
+        raise ValueError("`teacher` has zero variance: the normalized loss is undefined")
+
+    fz = _Fused.make(student, teacher) if _FUSED else None
+    if fz is not None:
+        evaluate = fz.evaluate
+    else:
+        def evaluate(q):
+            return fam.evaluate(q, teacher, s.rtol)
+
+    def axpy(q, g, h):       # h on the flow clock; parameter-space rate h·κ·multiplier
+        return fam.axpy(q, g, h * kappa, rates)
+
+    rec = _Recorder(schedule, recorder, student, teacher, fields=fam.fields)
+    problem = Problem(evaluate, axpy, fam.diff_norm, params, VY, s.lr, s.max_updates,
+                      s.max_time, s.loss_target, s.explode, schedule)
+    context = _Context(fused=fz, rates=rates, kappa=kappa,
+                       slope=lambda: _slope(params, fam.fields, axpy))
+    return problem, rec, context
+
+
+def stepper(student: AnyStudent, params, teacher: Teacher,
+            settings: "TrainSettings | None" = None, *, schedule: Schedule | None = None,
+            recorder: Callable[..., dict] | None = None, state: dict | None = None) -> "Stepper":
+    """The :class:`Stepper` of one :func:`train` run, to be driven by ``step()`` / ``run()``:
+    at ``params`` (update 0), or -- with ``state`` from :meth:`Stepper.state` -- continuing
+    that state (its update count, flow time, step and counters), bit for bit as the run it was
+    taken from would have continued.
+
+    ``settings`` (default ``TrainSettings()``) must be those of the run the state came from.
+    Students whose reported clock is rescaled (SwiGLU ``clock="mean_field"``) are not
+    supported here (:func:`train` runs them).
+    """
+    s = TrainSettings() if settings is None else settings
+    if not isinstance(s, TrainSettings):
+        raise TypeError("`settings` must be a popdyn.dynamics.TrainSettings or None, got "
+                        f"{type(s).__name__}")
+    fam = family_of(student)
+    fam.check(params, teacher)
+    kappa, tscale = fam.clock()
+    if tscale != 1.0:
+        raise ValueError("`student` reports a rescaled clock (SwiGLU clock='mean_field'): "
+                         "use popdyn.train")
+    mult = fam.multipliers(None if s.rates is None else dict(s.rates),
+                           head_lr_mult=s.head_lr_mult, bias_lr_mult=s.bias_lr_mult,
+                           intercept_lr_mult=s.intercept_lr_mult)
+    problem, rec, context = _setup(fam, kappa, params, teacher, s, mult, _schedule(schedule),
+                                   recorder)
+    if state is None:
+        return METHODS[s.method].start(problem, rec, s, context)
+    if state.get("method") != s.method:
+        raise ValueError(f"`state` is of method {state.get('method')!r}, the settings' is "
+                         f"{s.method!r}")
+    return METHODS[s.method].from_state(problem, rec, s, context, state)
 
 
 def _slope(p0, fields, axpy):
@@ -765,39 +1017,52 @@ def _slope(p0, fields, axpy):
     return slope
 
 
-#: the steppers of :func:`train` by ``method`` (``"gd"`` runs :class:`FusedGD` where the fused
-#: kernels apply)
-METHODS = {"gd": FixedStepGD, "flow": AdaptiveEuler, "armijo": PersistentArmijo}
+@dataclass(frozen=True)
+class _Context:
+    """What a method's :meth:`Stepper.start` may use besides the problem and the settings: the
+    fused evaluator (or None), the family's per-field rates, the clock factor κ and a factory
+    of the Armijo slope (:func:`_slope`)."""
+
+    fused: Any
+    rates: dict
+    kappa: float
+    slope: Callable[[], Callable]
 
 
-def _train_rescaled(fam, m, params, teacher, *, method, lr, rates, h0, h_min, h_max,
-                    max_time, recorder, plateau_watch=None, **kw):
+#: the methods of :func:`train`, each a :class:`Stepper` class with its per-method ``OPTIONS``
+#: and their defaults (``"gd"`` runs :class:`FusedGD` where the fused kernels apply), as
+#: ``scipy.integrate.solve_ivp`` keeps its METHODS
+METHODS: dict[str, type[Stepper]] = {"gd": FixedStepGD, "flow": AdaptiveEuler,
+                                     "armijo": PersistentArmijo}
+
+
+def _train_rescaled(fam, m, params, teacher, s: TrainSettings, mult, *, schedule, recorder,
+                    plateau_watch=None):
     """:func:`train` for a family whose reported clock t is the integration clock τ = m·t
     divided by ``m`` (SwiGLU ``clock="mean_field"``): the standard-clock flow with lr·m,
     head multiplier (field ``a``) /m² and step bounds and horizon ×m, every time reported as
     t = τ/m."""
     student = fam.student
-    # validate on the caller's clock first, so errors name the caller's values
-    _settings(method, lr, kw["eps"], h0, h_min, h_max, kw["max_updates"], max_time,
-              kw["loss_target"], kw["explode"], kw["schedule"], kw["max_halvings"])
-    head_lr_mult = rates["a"]
+    head_lr_mult = mult["a"]
     rec = None
     if recorder is not None:
         def rec(st, p, T, *, n, t, loss):
             return recorder(student, p, T, n=n, t=t / m, loss=loss)
-    tr = train(fam.standard_clock(), params, teacher, method=method, lr=lr * m,
-               rates={**rates, "a": head_lr_mult / (m * m)}, h0=h0 * m, h_min=h_min * m,
-               h_max=h_max * m, max_time=max_time * m, recorder=rec, plateau_watch=plateau_watch,
-               **kw)
+    tr = train(fam.standard_clock(), params, teacher, method=s.method, lr=s.lr * m,
+               rates={**mult, "a": head_lr_mult / (m * m)}, eps=s.eps, h0=s.h0 * m,
+               h_min=s.h_min * m, h_max=s.h_max * m, max_updates=s.max_updates,
+               max_time=s.max_time * m, loss_target=s.loss_target, explode=s.explode,
+               schedule=schedule, recorder=rec, rtol=s.rtol, max_halvings=s.max_halvings,
+               plateau_watch=plateau_watch)
     tr.t = tr.t / m
     tr.snap_t = tr.snap_t / m
     if tr.steps is not None:
         tr.steps = tr.steps / m
         tr.info["h"] = tr.info["h"] / m
     if tr.plateau is not None:           # its flow-time clock, reported as t
-        rule = kw["schedule"].plateau
+        rule = schedule.plateau
         tr.plateau = rule.apply(tr.mse if rule.units == "mse" else tr.normalized_loss,
                                 n=tr.n, t=tr.t)
-    tr.info.update(clock="mean_field", lr=lr, head_lr_mult=head_lr_mult, h0=h0, h_min=h_min,
-                   h_max=h_max, max_time=max_time)
+    tr.info.update(clock="mean_field", lr=s.lr, head_lr_mult=head_lr_mult, h0=s.h0,
+                   h_min=s.h_min, h_max=s.h_max, max_time=s.max_time)
     return tr

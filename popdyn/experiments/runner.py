@@ -70,7 +70,7 @@ from ..family import family_of
 from ..config import PAPER_EULER, make_student, paper_euler_kwargs, schedule_of, teacher_from_table
 from ..diagnostics import recorder
 from ..diagnostics.refit import KINDS
-from ..dynamics import Schedule
+from ..dynamics import Schedule, TrainSettings
 from ..dynamics import train as _train
 from ..plateau import plateau, standard_plateaus
 from ._threads import blas_threads
@@ -180,16 +180,6 @@ def paper_prefix(ell, n, t, snap_n, delta: float) -> dict:
     return {"delta": float(delta), "n_end": n_end, "t_end": float(t[k]), "P": iP, "n_P": nP,
             "t_P": float(t[j]), "l_P": float(ell[j]), "l_0": float(ell[0]),
             "censored": not out.size}
-
-
-def _defaults(train: dict) -> dict:
-    import inspect
-
-    sig = inspect.signature(_train)
-    out = {k: p.default for k, p in sig.parameters.items()
-           if p.kind == p.KEYWORD_ONLY and k not in ("schedule", "recorder", "plateau_watch")}
-    out.update(train)
-    return out
 
 
 #: stored parameter arrays: ordinary students (a, W, b, c), SwiGLU students (a, G, V, c)
@@ -355,7 +345,8 @@ def _run_one(spec, store_root, _stop_after_segments):
         kw = {"method": PAPER_EULER, "max_updates": pkw["n_max"], "max_time": pkw["t_max"],
               "explode": pkw["explode"], "h0": 0.0, "h_min": 0.0, "h_max": 0.0}
     else:
-        kw = _defaults(train)
+        # every train keyword: the table's values over the defaults of the record
+        kw = TrainSettings.from_config(train).kwargs()
     every = schedule.every
     K = -(-int(spec["store"]["checkpoint_every"]) // every) * every
     VY = teacher.variance

@@ -240,3 +240,141 @@ def test_plateau_watch_continues_across_runs(released):
     assert w.end == E and b.plateau is None and b.info["plateau"]["end"] == E
     assert [n + E - 3 for n in b.snap_n] == [E - 3, E, E + 1, 60]
     assert b.snapshot(1).flat().tolist() == one.snapshot(1).flat().tolist()
+
+
+# ------------------------------------------------------------------ training settings record
+from popdyn.dynamics import COMMON_OPTIONS, METHODS, TrainSettings  # noqa: E402
+
+
+def test_settings_defaults_are_trains_and_the_methods():
+    """The record's defaults are :func:`popdyn.train`'s keyword defaults, and each method's
+    options default to the values its stepper declares (``METHODS[m].OPTIONS``)."""
+    import inspect
+
+    sig = inspect.signature(popdyn.train)
+    s = TrainSettings()
+    for name, value in s.kwargs().items():
+        assert sig.parameters[name].default == value, name
+    assert set(s.kwargs()) == {k for k, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY
+                               } - {"schedule", "recorder", "plateau_watch"}
+    assert set(METHODS) == {"gd", "flow", "armijo"}
+    for method, stepper in METHODS.items():
+        assert set(TrainSettings.options(method)) == set(COMMON_OPTIONS) | set(stepper.OPTIONS)
+        for name, default in stepper.OPTIONS.items():
+            assert getattr(s, name) == default, (method, name)
+
+
+def test_settings_refuse_an_option_of_another_method():
+    with pytest.raises(ValueError, match=r"^`eps` does not apply to method 'gd'; the options "
+                                         r"of method 'gd' are \['bias_lr_mult'"):
+        TrainSettings.of("gd", eps=0.1)
+    with pytest.raises(ValueError, match="`max_halvings` does not apply to method 'flow'"):
+        TrainSettings.from_config({"method": "flow", "max_halvings": 3})
+    with pytest.raises(ValueError, match="`h_max` does not apply to method 'armijo'"):
+        TrainSettings.of("armijo", h_max=1.0)
+    with pytest.raises(ValueError, match="`epsilon` is not a training option; the options of "
+                                         "method 'flow' are"):
+        TrainSettings.of("flow", epsilon=0.1)
+    with pytest.raises(ValueError, match=r"`method` must be one of \['armijo', 'flow', 'gd'\], "
+                                         r"got 'sgd'"):
+        TrainSettings.of("sgd")
+    with pytest.raises(ValueError, match="`lr` must be > 0"):
+        TrainSettings.of("gd", lr=-1.0)
+    with pytest.raises(ValueError, match="`h_min` <= `h0` <= `h_max`"):
+        TrainSettings.of("flow", h0=1.0, h_max=0.5)
+    TrainSettings.of("armijo", h0=40.0)       # Armijo's h0 is not bounded by the flow's h_max
+    import dataclasses
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TrainSettings().lr = 0.1
+
+
+def test_config_refuses_an_option_of_another_method():
+    from popdyn import config as C
+
+    text = ('[teacher]\nlink = "h2"\n[student]\nd = 3\nm = 2\n[init]\nscale = 0.1\n'
+            '[train]\nmethod = "gd"\neps = 0.1\n')
+    with pytest.raises(C.ConfigError, match=r"\[train\] in .*`eps` does not apply to method "
+                                            r"'gd'; the options of method 'gd' are"):
+        C.expand(C.loads(text))
+    C.expand(C.loads(text.replace("gd", "flow")))
+
+
+@pytest.mark.parametrize("method", ["gd", "flow", "armijo"])
+def test_settings_kwargs_train_the_same_run(small, method):
+    """``train(**TrainSettings.from_config(table).kwargs())`` is ``train(**table)`` bit for
+    bit (the record holds the validated values and every default)."""
+    s, p0, t = small
+    table = {"method": method, "max_updates": 12, "loss_target": 0.0}
+    if method == "gd":
+        table["lr"] = 0.1
+    elif method == "flow":
+        table["eps"] = 0.1
+    else:
+        table["h0"] = 0.2
+    a = popdyn.train(s, p0, t, **table)
+    b = popdyn.train(s, p0, t, **TrainSettings.from_config(table).kwargs())
+    assert np.array_equal(a.loss, b.loss) and np.array_equal(a.t, b.t)
+    assert np.array_equal(a.final.W, b.final.W) and a.status == b.status
+    assert {k: v for k, v in a.info.items() if k != "wall_time"} == \
+        {k: v for k, v in b.info.items() if k != "wall_time"}
+
+
+def test_methods_registry_takes_a_new_stepper(small, monkeypatch):
+    """:data:`popdyn.dynamics.METHODS` is what :func:`popdyn.train` dispatches on: a stepper
+    registered under a new name (here fixed-step GD at half the step, with no options) is a
+    method of train, and runs bit for bit as ``"gd"`` with ``lr / 2`` (general path)."""
+    from popdyn import dynamics
+
+    class HalfStep(dynamics.Stepper):
+        def _propose(self):
+            h = 0.5 * self.problem.lr
+            return self.problem.axpy(self.p, self.g, h), h
+
+    s = popdyn.Student(4, 3, "tanh")
+    t = popdyn.Teacher.additive("h2", np.eye(4)[:2])
+    p0 = s.init(1, 0.3)
+    monkeypatch.setitem(dynamics.METHODS, "half", HalfStep)
+    a = popdyn.train(s, p0, t, method="half", lr=0.2, max_updates=15)
+    b = popdyn.train(s, p0, t, method="gd", lr=0.1, max_updates=15)
+    assert np.array_equal(a.loss, b.loss) and np.array_equal(a.t, b.t)
+    assert np.array_equal(a.final.W, b.final.W) and a.info["method"] == "half"
+    with pytest.raises(ValueError, match="`eps` does not apply to method 'half'"):
+        TrainSettings.of("half", eps=0.1)
+
+
+@pytest.mark.parametrize("case", ["gd", "gd_fused", "flow", "armijo", "armijo_fused"])
+def test_stepper_state_continues_bit_for_bit(case):
+    """A stepper rebuilt from :meth:`Stepper.state` (a plain copy of n, t, the state, its
+    gradient, the counters and the method's step) continues exactly as the run it was taken
+    from: the same losses, times, states and counters after it (general and fused paths)."""
+    from popdyn.dynamics import stepper
+
+    method = case.split("_")[0]
+    T = popdyn.Teacher.additive("h3+0.3h2", np.eye(4)[:1])
+    if case.endswith("fused"):
+        s = popdyn.Student.preset("paper_relu", 4, 5) if method == "armijo" else \
+            popdyn.Student(4, 3, "relu", bias=True)
+        assert _Fused.make(s, T) is not None
+    else:
+        s = popdyn.Student(4, 3, "tanh", bias=True)
+    p0 = s.init(2, 0.5)
+    opts = {"gd": {"lr": 0.1}, "flow": {"eps": 0.1}, "armijo": {"h0": 0.8}}[method]
+    cfg = TrainSettings.of(method, max_updates=40, **opts)
+    sch = popdyn.Schedule(every=7, early=())
+    a = stepper(s, p0, T, cfg, schedule=sch)
+    a.step(); a.step()
+    assert a.n == 14 and a.status == "running"
+    state = a.state()
+    b = stepper(s, p0, T, cfg, schedule=sch, state=state)
+    a.run(); b.run()
+    k = len(b.losses)
+    assert a.ns[-k:] == b.ns and a.losses[-k:] == b.losses and a.ts[-k:] == b.ts
+    assert a.n == b.n == 40 and a.status == b.status
+    assert a.grad_evals == b.grad_evals and a.forced_steps == b.forced_steps
+    for f in ("a", "W", "b"):
+        assert np.array_equal(getattr(a.p, f), getattr(b.p, f))
+    assert a.p.c == b.p.c
+    if method == "armijo":
+        assert a.steps[-(k - 1):] == b.steps and a.h == b.h
+    with pytest.raises(ValueError, match="`state` is of method"):
+        stepper(s, p0, T, TrainSettings.of("gd" if method != "gd" else "flow"), state=state)
