@@ -111,8 +111,8 @@ def teacher_linear_moment(CM, teacher):
         raise CertificationError(
             "the skip refit needs a rigorous E[y x] of the teacher, which certify encloses only "
             "from unit-by-unit teacher moments (relu-family students against PL-network or "
-            f"polynomial-link teachers); this {teacher.kind} teacher's moments come from another "
-            "source", hint="popdyn.refit_risk (float)")
+            f"polynomial-link teachers); this {type(teacher).__name__}'s moments come from "
+            "another source", hint="popdyn.refit_risk (float)")
     geo, m = CM.geo, CM.C.nrows()
     parts = [(u[0].mu1 if u[0] is not None else None, u[1]) if isinstance(u, tuple)
              else (u.mu1, None) for u in CM.teacher_units]
