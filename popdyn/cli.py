@@ -178,17 +178,22 @@ def cmd_run(args) -> int:
 
         st = Store(store_dir, create=False)
         students = [cfg["student"]] + [s.get("student", {}) for s in cfg.get("settings", [])]
-        swiglu = any(_config.is_swiglu({**cfg["student"], **t}) for t in students)
+        # students outside the theorem (a SwiGLU or skip student, a smooth activation)
+        others = [t for t in ({**cfg["student"], **s} for s in students)
+                  if not verdicts.theorem_student(t)]
         # runs on the paper's protocol (a plateau rule with the exact endpoint E) are decided as
         # the paper decides them, at each run's E (check_store_paper)
         paper = all("plateau_event" in st.record(k) for k in res["keys"] if st.has(k))
         if paper:
             pass
-        elif swiglu:
+        elif others:
             # the theorem concerns ReLU / leaky-ReLU students: a family cohort "with the same
-            # student" does not exist, so the SwiGLU runs are reported as controls only
-            print("  plateau_alignment: the theorem's family has ReLU / leaky-ReLU students; "
-                  "this config's SwiGLU runs are reported as controls (no cohort added)")
+            # student" does not exist, so these runs are reported as controls only
+            st0 = _config.make_student(others[0])
+            print("  plateau_alignment: the theorem's family has ReLU / leaky-ReLU students "
+                  f"without a skip; this config's {st0.family.label} student "
+                  f"(activation {st0.activation!r}) is outside it: its runs are reported as "
+                  "controls (no cohort added)")
         elif not any(in_family(st.record(k), 0.05) for k in res["keys"]):
             # the theorem's declared family on the same student, initialization, integrator and
             # seeds: the check then has claims to decide, the config's runs are its controls

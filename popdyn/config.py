@@ -305,11 +305,6 @@ def make_student(table: dict):
         raise
 
 
-def is_swiglu(student_table: dict) -> bool:
-    """True when a ``[student]`` table declares a SwiGLU student."""
-    return student_table.get("activation") == "swiglu"
-
-
 def build_student(cfg: dict):
     return make_student(cfg["student"])
 

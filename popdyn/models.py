@@ -253,7 +253,9 @@ class Student:
         object.__setattr__(self, "act", get_activation(self.activation, self.negative_slope))
         spec = self.spec
         if spec is None:
-            spec = _families.get("skip" if self.skip else "ridge")
+            # the family that claims a table with this student's ``skip`` (the skip family
+            # claims ``skip = true``; the ridge family is the fallback)
+            spec = _families.of_table({"skip": self.skip})
         elif not isinstance(spec, _families.FamilySpec):
             raise TypeError(f"`spec` must be a popdyn.families.FamilySpec or None, got "
                             f"{type(spec).__name__}")

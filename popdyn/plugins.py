@@ -68,7 +68,8 @@ SERVICES: dict[str, Service] = {
         "the `popdyn check` command: main(argv) -> exit status"),
     "store_verdict": Service(
         "popdyn.check_tools", "plateau_alignment", "proofs_checks.plateau_alignment",
-        ("check_store", "check_store_paper", "family_config", "in_family"),
+        ("check_store", "check_store_paper", "family_config", "in_family",
+         "theorem_student"),
         "Theorem 4.1's verdict on the runs of a result store"),
 }
 

@@ -138,10 +138,19 @@ def _gain(c0, cP, key, sign):
     return br, prov, b0["status"] == bP["status"] == "resolved"
 
 
+def theorem_student(table: dict) -> bool:
+    """Whether a ``[student]`` table declares a student of Theorem 4.1 (paper App. A): a ReLU
+    or leaky-ReLU student of the ridge family (no linear skip)."""
+    return (table.get("family", "ridge") == "ridge" and table.get("skip", False) is False
+            and table.get("activation", "relu") in ("relu", "leaky_relu"))
+
+
 def in_family(rec, max_scale) -> bool:
+    """Whether a stored run is a claim of the theorem: a theorem student (:func:`theorem_student`)
+    against a g_μ teacher from an initialization of scale at most ``max_scale``."""
     t = rec["spec"]["teacher"]
     return (t.get("kind", "additive") == "additive" and str(t.get("link", "")).startswith(FAMILY)
-            and rec["spec"]["student"].get("activation", "relu") in ("relu", "leaky_relu")
+            and theorem_student(rec["spec"]["student"])
             and float(rec["spec"]["init"]["scale"]) <= max_scale)
 
 

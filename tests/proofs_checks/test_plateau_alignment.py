@@ -144,3 +144,18 @@ def test_paper_protocol_check_refuses_other_protocols():
         run_check("plateau_alignment", seeds=-1)
     with pytest.raises(FileNotFoundError, match="Did you mean 'paper_smoke'"):
         run_check("plateau_alignment", config="paper_smok")
+
+
+def test_theorem_student_is_the_ridge_relu_student():
+    """Theorem 4.1's students are ReLU / leaky-ReLU students of the ridge family without a skip;
+    a SwiGLU, skip or smooth student is outside it (its runs are controls)."""
+    from proofs_checks.plateau_alignment import theorem_student
+
+    assert theorem_student({})
+    assert theorem_student({"activation": "leaky_relu", "negative_slope": 0.1})
+    assert theorem_student({"family": "ridge", "activation": "relu", "skip": False})
+    assert not theorem_student({"activation": "silu"})
+    assert not theorem_student({"activation": "swiglu"})
+    assert not theorem_student({"skip": True})
+    assert not theorem_student({"family": "skip", "activation": "relu"})
+    assert not theorem_student({"family": "l2head", "activation": "relu"})
