@@ -720,6 +720,9 @@ class _Fused:
         self.values = None       # (C, B, μ0, Ct) of the state last evaluated
         self.p, self.q = float(student.act.p), float(student.act.q)
         self.s = float(student.s)
+        # the records of pl_gd: the teacher's tables and the student's constants
+        self.record = _fk.Tables(*tables)
+        self.unit = _fk.Unit(self.p, self.q, self.s, bool(student.bias), bool(student.intercept))
 
     @classmethod
     def make(cls, student, teacher):
@@ -803,10 +806,11 @@ class FusedGD(Stepper):
         tile = fz.tile
         # tiled steps form no C, B: empty stand-ins for the entry moments (not read)
         values = fz.values if fz.values is not None else _NO_VALUES
+        rule = _fk.GDRule(float(pr.lr), *map(float, self.h), float(pr.max_time),
+                          float(self.bound), float(pr.VY), float(pr.loss_target))
         done, code, c, L, gc, t, *values = _fk.pl_gd(
-            nmax, self.t, pr.lr, *self.h, pr.max_time, self.bound, pr.VY, pr.loss_target,
-            fz.p, fz.q, fz.s, p.a, p.W, p.b, float(p.c), self.L, st.bias, st.intercept,
-            *fz.tables, g.a, g.W, g.b, float(g.c), buf_l, buf_t, *values, tile)
+            nmax, self.t, rule, fz.unit, fz.record, p.a, p.W, p.b, float(p.c), self.L,
+            g.a, g.W, g.b, float(g.c), buf_l, buf_t, *values, tile)
         fz.values = None if tile else values
         self.grad_evals += done + (1 if code == _fk.DIVERGED else 0)
         self.losses.extend(buf_l[:done].tolist())

@@ -30,6 +30,7 @@ References
 Kumar (arXiv 2609.39408), population objective; docs/design.md §3–§4.
 """
 import math
+from collections import namedtuple
 
 import numpy as np
 
@@ -45,12 +46,23 @@ from .pl_ramps import ATOL, MAXINT, QTOL, RTOL
 
 __all__ = ["directions", "pl_student_moments", "pl_moments", "ridge_loss", "ridge_grad",
            "pl_loss_grad", "pl_loss_grad_values", "pl_loss_grad_cached", "pl_gd", "workspace",
-           "tile_workspace", "tile_for", "TILE"]
+           "tile_workspace", "tile_for", "TILE", "Tables", "Unit", "GDRule"]
 
 #: students with more units than this are evaluated tile by tile (:func:`_loss_grad_tiled`):
 #: blocks of TILE × TILE unit pairs, so that a step holds O(m·d + TILE²) memory instead of
 #: nine m×m arrays; up to TILE units the whole-matrix evaluation (and its bits) is kept
 TILE = 512
+
+#: the teacher's tables (:func:`popdyn._moments.teacher_tables`): directions θ*, which units
+#: have α* > 0, scales α*, offsets β*, PL slopes p, q, whether the link has a PL part, the
+#: link's Hermite tables H, dH, L1 and tolerance, weights v, α*θ*, E[y], E[y²]
+Tables = namedtuple("Tables", "tth tok tal tbe tp tq tpl H dH L1 ttol v UT ey ey2")
+#: the student's constants: activation slopes p, q (σ = p relu + q id), output scale s, biases
+#: and fitted intercept on or off
+Unit = namedtuple("Unit", "p q s bias intercept")
+#: the rule of :func:`pl_gd`: time per update (lr), the step of each group (W, a, b, c), the
+#: time horizon, the divergence bound on L, V_Y and the target 2L/V_Y (0: none)
+GDRule = namedtuple("GDRule", "lr hW ha hb hc max_time bound VY loss_target")
 
 # status codes of pl_gd
 # (DIVERGED_STEP: the proposal itself was not finite, so it was not evaluated)
@@ -634,11 +646,13 @@ def _finite(a, W, b, c):
 
 
 @jit
-def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
-          p, q, s, a, W, b, c, L, bias, intercept,
-          tth, tok, tal, tbe, tp, tq, tpl, H, dH, L1, ttol, v, UT, ey, ey2,
-          ga, gW, gb, gc, losses, times, C, B, mu0, Ct, tile=0):
+def pl_gd(nmax, t0, rule, unit, tab, a, W, b, c, L, ga, gW, gb, gc, losses, times,
+          C, B, mu0, Ct, tile=0):
     """Up to ``nmax`` fixed-step GD updates θ ← θ − h ∘ ∇L (h = (ha, hW, hb, hc) per group).
+
+    ``rule`` is a :data:`GDRule`, ``unit`` a :data:`Unit` and ``tab`` the teacher's
+    :data:`Tables`; the state (a, W, b, c), its loss L and gradient (ga, gW, gb, gc) and the
+    output buffers are passed as they are.
 
     The ``_step_impl`` of :class:`popdyn.dynamics.FusedGD`, with the rules of
     :class:`popdyn.dynamics.FixedStepGD` exactly: an update is taken while
@@ -654,6 +668,12 @@ def pl_gd(nmax, t0, lr, hW, ha, hb, hc, max_time, bound, VY, loss_target,
 
     Returns (n_done, status, c, L, gc, t, C, B, μ0, Ct).
     """
+    lr, hW, ha, hb, hc = rule.lr, rule.hW, rule.ha, rule.hb, rule.hc
+    max_time, bound, VY, loss_target = rule.max_time, rule.bound, rule.VY, rule.loss_target
+    p, q, s, bias, intercept = unit.p, unit.q, unit.s, unit.bias, unit.intercept
+    tth, tok, tal, tbe, tp, tq, tpl = tab.tth, tab.tok, tab.tal, tab.tbe, tab.tp, tab.tq, tab.tpl
+    H, dH, L1, ttol, v, UT, ey, ey2 = (tab.H, tab.dH, tab.L1, tab.ttol, tab.v, tab.UT, tab.ey,
+                                       tab.ey2)
     m, d = W.shape
     qa = np.empty(m)
     qb = np.empty(m)
