@@ -423,6 +423,8 @@ def _fmt(x):
     x = float(x)
     if x == 0:
         return "0"
+    if abs(x) >= 1e6:
+        return f"{x:.4g}"                # a diverged loss (Table 5's 6.11e237), not 238 digits
     if abs(x) >= 100:
         return f"{x:.1f}"
     if abs(x) < 1e-3:

@@ -440,3 +440,15 @@ def test_figure1_measures_at_updates_0_and_200(tmp_path, monkeypatch):
     for k in ("refit_0", "refit_200"):
         lo, hi = row[k]
         assert 0.0 <= lo <= hi <= 1.0 + 1e-12 and hi - lo < 1e-6
+
+
+def test_cell_numbers_print_compactly():
+    """A diverged loss prints in scientific notation, not as 238 digits; the rest keep their
+    printed precision."""
+    from popdyn.experiments.reproduce import _fmt
+
+    assert _fmt(6.11e237) == "6.11e+237"
+    assert _fmt(-2.5e9) == "-2.5e+09"
+    assert _fmt(203.5) == "203.5" and _fmt(128.0) == "128.0"
+    assert _fmt(0.4297) == "0.4297" and _fmt(1.19e-06) == "1.19e-06" and _fmt(13.7) == "13.700"
+    assert _fmt([0.1, 0.25]) == "[0.1, 0.25]" and _fmt(None) == "—" and _fmt(0.0) == "0"
