@@ -7,7 +7,11 @@ and makes float64 results a poor input for certification (docs/design.md §6).
 
 Set the environment variable ``POPDYN_NO_CACHE=1`` to disable on-disk caching
 (useful when the package directory is read-only).  Caches are dropped whenever any jitted
-source changes (:func:`_drop_stale_caches`: numba alone would keep stale callees).
+source changes (:func:`_drop_stale_caches`: numba alone would keep stale callees): the
+kernels of this directory when one of them changes (checked on import), and the kernels of a
+module elsewhere that compiles through :func:`jit` (a package built on popdyn) when it or one
+of popdyn's kernels changes (checked when its first function is decorated, with a digest file
+of its own beside its caches).
 """
 import hashlib
 import os
@@ -19,10 +23,12 @@ _CACHE = os.environ.get("POPDYN_NO_CACHE", "0") not in ("1", "true", "yes")
 
 _KERNELS = Path(__file__).resolve().parent
 #: jitted sources outside this directory (they call the kernels here)
-_OTHERS = (_KERNELS.parents[1] / "certify" / "_mehler.py",)
+#: jitted source files outside the kernels directory already checked in this process
+_CHECKED: set = set()
 
 
-def _drop_stale_caches(kernels: Path = _KERNELS, others=_OTHERS) -> bool:
+def _drop_stale_caches(kernels: Path = _KERNELS, others=(), *, marker: Path | None = None,
+                       drop=None) -> bool:
     """Remove every cached kernel when any jitted source has changed.
 
     Numba keys a cached function on its *own* source file only: a cached function that calls a
@@ -32,19 +38,25 @@ def _drop_stale_caches(kernels: Path = _KERNELS, others=_OTHERS) -> bool:
     (``*.nbi``, ``*.nbc``) of these sources are deleted so that everything is recompiled.
     Errors (read-only installs) are ignored: numba then works without these files anyway.
     Returns True when caches were dropped.
+
+    ``others`` are jitted sources outside ``kernels`` that enter the digest; ``marker`` is the
+    digest file (default ``kernels/__pycache__/popdyn-kernels.sha256``) and ``drop`` the
+    sources whose caches are removed (default: every source of the digest).
     """
     sources = sorted(kernels.glob("*.py")) + [p for p in others if p.exists()]
+    dropped = sources if drop is None else [p for p in drop if p.exists()]
     h = hashlib.sha256()
     for p in sources:
         h.update(p.name.encode())
         h.update(p.read_bytes())
     digest = h.hexdigest()
-    marker = kernels / "__pycache__" / "popdyn-kernels.sha256"
+    if marker is None:
+        marker = kernels / "__pycache__" / "popdyn-kernels.sha256"
     try:
         if marker.exists() and marker.read_text() == digest:
             return False
-        for d in {p.parent / "__pycache__" for p in sources}:
-            stems = {p.stem for p in sources if p.parent / "__pycache__" == d}
+        for d in {p.parent / "__pycache__" for p in dropped}:
+            stems = {p.stem for p in dropped if p.parent / "__pycache__" == d}
             if d.is_dir():
                 for f in d.iterdir():
                     if f.suffix in (".nbi", ".nbc") and f.name.split(".", 1)[0] in stems:
@@ -72,5 +84,22 @@ def jit(func=None, **kwargs):
         raise TypeError("`fastmath` and `cache` are fixed by popdyn._kernels._jit")
     opts = dict(cache=_CACHE, fastmath=False, **kwargs)
     if func is None:
-        return lambda f: numba.njit(**opts)(f)
-    return numba.njit(**opts)(func)
+        return lambda f: numba.njit(**opts)(_check_source(f))
+    return numba.njit(**opts)(_check_source(func))
+
+
+def _check_source(func):
+    """Drop the stale caches of ``func``'s source file when it lies outside this directory (a
+    kernel of a package built on popdyn, calling popdyn's kernels): its digest covers popdyn's
+    kernels and the file, kept in ``<stem>.popdyn-kernels.sha256`` beside the file's caches.
+    Returns ``func``."""
+    if _CACHE:
+        try:
+            src = Path(func.__code__.co_filename).resolve()
+        except (AttributeError, OSError):
+            return func
+        if src.parent != _KERNELS and src not in _CHECKED and src.exists():
+            _CHECKED.add(src)
+            marker = src.parent / "__pycache__" / f"{src.stem}.popdyn-kernels.sha256"
+            _drop_stale_caches(_KERNELS, (src,), drop=(src,), marker=marker)
+    return func
