@@ -45,11 +45,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn import assembly as _asm
 from popdyn.diagnostics.alignment import check_subspace
 from popdyn.family import family_of
 
 from . import _arb as A
 from . import _families
+from .arrays import ARB, vec
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, student_supported
@@ -102,32 +104,14 @@ class AlignmentBracket:
 
 def agop_enclosure(student, params, B: arb_mat) -> arb_mat:
     """M = s² Wᵀ(aaᵀ ∘ B)W as a symmetric ball matrix (current python-flint precision)."""
-    m = student.m
-    s = arb(1) if student.scaling == "standard" else arb(1) / m
-    a = [arb(float(x)) for x in params.a]
-    K = arb_mat(m, m)
-    s2 = s * s
-    for i in range(m):
-        ai = s2 * a[i]
-        for j in range(i, m):
-            v = ai * a[j] * B[i, j]
-            K[i, j] = v
-            K[j, i] = v
-    W = A.mat_from_array(params.W)
-    M = W.transpose() * (K * W)
-    return _symmetrize(M)
+    s = arb(1) if student.scaling == "standard" else arb(1) / student.m
+    # the float engine's assembly (popdyn.assembly.agop) in the Arb context
+    return _asm.agop(ARB, s, vec(params.a), A.mat_from_array(params.W), B)
 
 
 def _symmetrize(M: arb_mat) -> arb_mat:
-    n = M.nrows()
-    out = arb_mat(n, n)
-    for i in range(n):
-        out[i, i] = M[i, i]
-        for j in range(i + 1, n):
-            v = (M[i, j] + M[j, i]) / 2
-            out[i, j] = v
-            out[j, i] = v
-    return out
+    """½(M + Mᵀ), exactly symmetric (:meth:`certify.arrays.ArbContext.sym`)."""
+    return ARB.sym(M)
 
 
 def _unresolved(note, prov):

@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn import assembly as _asm
 from popdyn.accuracy import AccuracyWarning
 from popdyn.family import family_of
 from popdyn.objective import population_loss
 
 from . import _arb as A
 from . import _families
+from .arrays import ARB, as_vec, col
 from .bracket import Bracket, BracketArray
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -216,12 +218,10 @@ def _source_moments(student, params, teacher, prec):
 
 
 def _ridge_loss(CM, s, a, c):
-    """L = ½(s²aᵀCa + 2sc aᵀμ0 + c² − 2s aᵀ(Ct v) − 2c E[y] + E[y²]) (a ball)."""
-    Ca = CM.C * a
-    ff = s * s * _dot(a, Ca) + 2 * s * c * _dot(a, CM.mu0) + c * c
-    Ctv = CM.Ct * CM.v
-    fy = s * _dot(a, Ctv) + c * CM.ey
-    return (ff - 2 * fy + CM.ey2) / 2
+    """L = ½(s²aᵀCa + 2sc aᵀμ0 + c² − 2s aᵀ(Ct v) − 2c E[y] + E[y²]) (a ball): the float
+    engine's assembly (:func:`popdyn.assembly.ridge_loss`) in the Arb context."""
+    return _asm.ridge_loss(ARB, s, as_vec(a), c, CM.C, as_vec(CM.mu0), CM.Ct, as_vec(CM.v),
+                           CM.ey, CM.ey2)
 
 
 def _brackets(L, CM, prec, g=None) -> LossBracket:
@@ -267,32 +267,21 @@ def _grad_brackets(student, g, prov):
 
 
 def _grad_balls(student, params, teacher, CM, s, a, c):
-    """∂L/∂a (m×1), ∂L/∂W (m×d), ∂L/∂b (m×1 or None), ∂L/∂c (ball or None) as balls."""
+    """∂L/∂a (m×1), ∂L/∂W (m×d), ∂L/∂b (m×1 or None), ∂L/∂c (ball or None) as balls: the
+    float engine's assembly (:func:`popdyn.assembly.ridge_grad`) in the Arb context."""
     m, d = student.m, student.d
-    v = CM.v
-    ga = s * (s * (CM.C * a) + CM.mu0 * c - CM.Ct * v)
-    out = {"a": ga}
-    out["c"] = s * _dot(a, CM.mu0) + c - CM.ey if student.intercept else None
-    if student.bias:
-        inner = s * (CM.D * a) + CM.mu1 * c - CM.Dt * v
-        out["b"] = arb_mat(m, 1, [s * a[i, 0] * inner[i, 0] for i in range(m)])
-    else:
-        out["b"] = None
-    scal = s * (CM.A * a) + CM.mu2 * c - CM.At * v
-    W = A.mat_from_array(params.W)
-    aW = arb_mat(m, d, [a[i, 0] * W[i, j] for i in range(m) for j in range(d)])
-    UT = A.mat_from_array(teacher.U)
-    k = teacher.k
-    vU = arb_mat(k, d, [v[t, 0] * UT[t, j] for t in range(k) for j in range(d)])
-    rest = s * (CM.B * aW) - CM.Bt * vU
-    gW = arb_mat(m, d)
-    for i in range(m):
-        th = CM.theta[i]
-        fac = s * a[i, 0]
-        for j in range(d):
-            gW[i, j] = fac * (th[j] * scal[i, 0] + rest[i, j])
-    out["W"] = gW
-    return out
+    v = as_vec(CM.v)
+    vU = ARB.scale_rows(v, A.mat_from_array(teacher.U))
+    theta = arb_mat(m, d, [x for row in CM.theta for x in row])
+    ga, gW, gb, gc = _asm.ridge_grad(
+        ARB, s, as_vec(a), A.mat_from_array(params.W), c, student.bias, student.intercept,
+        theta, CM.C, CM.B, CM.A, CM.D, as_vec(CM.mu0), _vec_or_none(CM.mu1),
+        as_vec(CM.mu2), CM.Ct, CM.Bt, CM.At, CM.Dt, v, vU, CM.ey)
+    return {"a": col(ga), "c": gc, "b": None if gb is None else col(gb), "W": gW}
+
+
+def _vec_or_none(M):
+    return None if M is None else as_vec(M)
 
 
 def _numerical_loss(student, params, teacher, prec):

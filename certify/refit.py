@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn import assembly as _asm
 from popdyn.accuracy import AccuracyWarning
 from popdyn.diagnostics.geometry import snap_to_axes, teacher_frame
 from popdyn.diagnostics.refit import (check_kind, check_refit_args, solve_ball,
@@ -54,6 +55,7 @@ from popdyn.objective import check_inputs as _check
 
 from . import _arb as A
 from . import _families
+from .arrays import ARB, as_vec, col
 from .bracket import Bracket
 from .errors import CertificationError
 from .moments import certified_moments, pair_supported, student_supported
@@ -135,20 +137,12 @@ def _moments(student, params, teacher, prec):
 
 def _problem(student, params, teacher, prec):
     CM = _moments(student, params, teacher, prec)
-    m = student.m
-    s = arb(1) if student.scaling == "standard" else arb(1) / m
-    G = arb_mat(m, m)
-    mu = [CM.mu0[i, 0] for i in range(m)]
-    s2 = s * s
-    for i in range(m):
-        for j in range(i, m):
-            v = s2 * (CM.C[i, j] - mu[i] * mu[j])
-            G[i, j] = v
-            G[j, i] = v
-    Ctv = CM.Ct * CM.v
-    g = arb_mat(m, 1, [s * (Ctv[i, 0] - mu[i] * CM.ey) for i in range(m)])
+    s = arb(1) if student.scaling == "standard" else arb(1) / student.m
+    # the float engine's assembly (popdyn.assembly.refit_quadratic) in the Arb context
+    G, g = _asm.refit_quadratic(ARB, s, CM.C, as_vec(CM.mu0), ARB.matvec(CM.Ct, as_vec(CM.v)),
+                                CM.ey)
     V = CM.ey2 - CM.ey * CM.ey
-    return G, g, V, CM
+    return G, col(g), V, CM
 
 
 class _NumericalMoments:

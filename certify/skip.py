@@ -75,6 +75,7 @@ import math
 
 import numpy as np
 from flint import arb, arb_mat
+from popdyn import assembly as _asm
 from popdyn.diagnostics.alignment import check_subspace
 from popdyn.families.skip import SKIP as _SKIP_SPEC
 from popdyn.skip import linear_part
@@ -83,8 +84,9 @@ from . import _arb as A
 from . import _families
 from . import pl_smooth
 from . import smooth as SM
-from .loss import (_brackets, _check_inputs, _dot, _grad_balls, _grad_brackets,
-                   _numerical_loss, _ridge_loss, _scale)
+from .arrays import ARB, Vec, as_vec, col, vec
+from .loss import (_brackets, _check_inputs, _grad_balls, _grad_brackets, _numerical_loss,
+                   _ridge_loss, _scale)
 from .refit import _NumericalMoments, ridge_refit
 from .alignment import AlignmentBracket, agop_enclosure, certified_alignment
 from .bracket import BracketArray
@@ -199,20 +201,16 @@ def skip_loss(student, params, teacher, *, prec: int = 128, grad: bool = False):
         CM, e2, e2z = (_smooth_grad_moments(CM, plain, params, teacher) if smooth
                        else _pl_second(CM))
     with A.workprec(prec):
-        m = student.m
         s = _scale(student)
         a = A.mat_from_array(params.a)
         c = arb(float(params.c))
         v = A.mat_from_array(params.v)
-        r = A.mat_from_array(params.W) * v                   # r_j = w_j·v, in Arb
-        am = arb_mat(m, 1, [a[j, 0] * mu1[j, 0] for j in range(m)])
-        L = (_ridge_loss(CM, s, a, c) + s * _dot(am, r) - _dot(v, tx)
-             + _dot(v, v) / 2)
+        L = _asm.skip_loss(ARB, _ridge_loss(CM, s, a, c), s, as_vec(a),
+                           A.mat_from_array(params.W), as_vec(v), as_vec(mu1), as_vec(tx))
         g = None
         if grad:
             prov = "rigorous" if CM.rigorous else "numerical"
-            g = _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, e2, e2z,
-                           prov)
+            g = _skip_grad(plain, params, teacher, CM, s, a, c, v, mu1, tx, e2, e2z, prov)
         return _brackets(L, CM, prec, g)
 
 
@@ -224,29 +222,22 @@ def _pl_second(CM):
                 [u.s * u.p * u.x * u.ph for u in CM.units])
 
 
-def _skip_grad(plain, params, teacher, CM, s, a, c, v, r, mu1, tx, e2, e2z, prov):
+def _skip_grad(plain, params, teacher, CM, s, a, c, v, mu1, tx, e2, e2z, prov):
     """SK-2 in Arb: the ridge gradient balls of :mod:`certify.loss` plus the skip terms
-    (``e2``, ``e2z``: α_jE[σ″_j], α_jE[σ″_j z_j])."""
+    (``e2``, ``e2z``: α_jE[σ″_j], α_jE[σ″_j z_j], paired with θ_j·v), by the float engine's
+    assembly (:func:`popdyn.assembly.skip_grad`) in the Arb context."""
     m, d = plain.m, plain.d
     g = _grad_balls(plain, params, teacher, CM, s, a, c)
     W = A.mat_from_array(params.W)
-    ga, gW = g["a"], g["W"]
-    gb = g["b"]
-    for j in range(m):
-        th = CM.theta[j]
-        tv = arb(0)                                           # θ_j·v
-        for i in range(d):
-            tv += th[i] * v[i, 0]
-        ga[j, 0] = ga[j, 0] + s * mu1[j, 0] * r[j, 0]
-        if gb is not None:
-            gb[j, 0] = gb[j, 0] + s * a[j, 0] * tv * e2[j]
-        fac = s * a[j, 0]
-        for i in range(d):
-            gW[j, i] = gW[j, i] + fac * (mu1[j, 0] * v[i, 0] + tv * e2z[j] * th[i])
-    am = arb_mat(m, 1, [a[j, 0] * mu1[j, 0] for j in range(m)])
-    gv = s * (W.transpose() * am) - tx + v
+    theta = arb_mat(m, d, [x for row in CM.theta for x in row])
+    vv = as_vec(v)
+    gb0 = None if g["b"] is None else as_vec(g["b"])
+    ga, gW, gb, gv = _asm.skip_grad(ARB, (as_vec(g["a"]), g["W"], gb0), s, as_vec(a), W, vv,
+                                    as_vec(mu1), ARB.matvec(theta, vv), Vec(e2), Vec(e2z),
+                                    theta, as_vec(tx), gb0 is not None)
+    g = dict(g, a=col(ga), W=gW, b=None if gb is None else col(gb))
     out = _grad_brackets(plain, g, prov)
-    lo, hi = A.mat_bounds(gv)
+    lo, hi = A.mat_bounds(col(gv))
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise CertificationError("a gradient enclosure is not finite", hint="a higher prec")
     out["v"] = BracketArray(lo.reshape(d), hi.reshape(d), prov)
@@ -408,14 +399,9 @@ def skip_refit_problem(student, params, teacher, prec, *, base):
     else:
         CMs = CM
         tx = teacher_linear_moment(CM, teacher)
-    mu1 = _mu1(CMs)
-    m = student.m
-    s = arb(1) if student.scaling == "standard" else arb(1) / m
-    v = A.mat_from_array(params.v)
-    r = A.mat_from_array(params.W) * v
-    g2 = arb_mat(m, 1, [g[j, 0] - s * mu1[j, 0] * r[j, 0] for j in range(m)])
-    V2 = V - 2 * _dot(v, tx) + _dot(v, v)
-    return G, g2, V2, CM
+    g2, V2 = _asm.skip_refit(ARB, as_vec(g), V, _scale(student), A.mat_from_array(params.W),
+                             vec(params.v), as_vec(_mu1(CMs)), as_vec(tx))
+    return G, col(g2), V2, CM
 
 
 def skip_agop_enclosure(student, params, CM) -> arb_mat:
@@ -438,16 +424,11 @@ def skip_agop_enclosure(student, params, CM) -> arb_mat:
         Certified moments of the student without the skip, with ``B``.
     """
     plain = _plain(student)
-    mu1 = _mu1(CM)
-    s = _scale(student)
     M0 = agop_enclosure(plain, params, CM.B)
-    am = arb_mat(student.m, 1, [arb(float(params.a[j])) * mu1[j, 0] for j in range(student.m)])
-    q = s * (A.mat_from_array(params.W).transpose() * am)
-    v = A.mat_from_array(params.v)
-    X = v * q.transpose()
-    # vvᵀ + X + Xᵀ is symmetric entry for entry (commutative ball products), so M stays exactly
-    # symmetric, and v = 0 adds exact zeros: the plain student's enclosure, bit for bit
-    return M0 + (v * v.transpose() + X + X.transpose())
+    # the float engine's assembly (popdyn.assembly.skip_agop) in the Arb context: symmetric
+    # entry for entry, and v = 0 adds exact zeros (the plain student's enclosure, bit for bit)
+    return _asm.skip_agop(ARB, M0, _scale(student), vec(params.a),
+                          A.mat_from_array(params.W), vec(params.v), as_vec(_mu1(CM)))
 
 
 def skip_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:

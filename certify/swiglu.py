@@ -66,6 +66,7 @@ from fractions import Fraction
 
 import numpy as np
 from flint import arb, arb_mat, ctx
+from popdyn import assembly as _asm
 from popdyn import swiglu as sw
 from popdyn.families.swiglu import SWIGLU as _SWIGLU_SPEC
 from popdyn.swiglu import SwiGLUStudent, silu_coefficients
@@ -74,7 +75,8 @@ from popdyn.teachers import AdditiveTeacher, Teacher
 from . import _arb as A
 from . import _families
 from . import _mehler as _mh
-from .alignment import AlignmentBracket, _symmetrize, alignment_from_matrix
+from .arrays import ARB, Vec, col, vec
+from .alignment import AlignmentBracket, alignment_from_matrix
 from .bracket import Bracket
 from .errors import CertificationError
 from .loss import LossBracket
@@ -599,21 +601,13 @@ def swiglu_loss(student, params, teacher, *, prec: int = 128) -> LossBracket:
 
 def _loss_brackets(params, Phi, phib, yphi, ey, ey2):
     """Rigorous (L, V_Y, E[y]) brackets from enclosures of the SwiGLU quantities (current
-    precision): L = ½(c² + 2c Σ a_i φ̄_i + Σ a_i a_j Φ_ij − 2(c E[y] + Σ a_j E[yφ_j]) + E[y²]),
-    V_Y = E[y²] − E[y]²; L and V_Y clipped below at 0 (both are nonnegative).  Shared by the
-    additive (here) and gated (:mod:`certify.swiglu_gated`) teachers."""
-    m = len(params.a)
-    a = [arb(float(x)) for x in params.a]
-    c = arb(float(params.c))
-    ff = c * c
-    for i in range(m):
-        ff += 2 * c * a[i] * phib[i]
-        for j in range(m):
-            ff += a[i] * a[j] * Phi[i, j]
-    fy = c * ey
-    for j in range(m):
-        fy += a[j] * yphi[j]
-    Lb = Bracket.from_arb((ff - 2 * fy + ey2) / 2, provenance="rigorous")
+    precision): L = ½(aᵀΦa + 2c aᵀφ̄ + c² − 2(aᵀE[yφ] + c E[y]) + E[y²]) by the float engine's
+    assembly (:func:`popdyn.assembly.feature_loss`) in the Arb context, V_Y = E[y²] − E[y]²; L
+    and V_Y clipped below at 0 (both are nonnegative).  Shared by the additive (here) and gated
+    (:mod:`certify.swiglu_gated`) teachers."""
+    L = _asm.feature_loss(ARB, vec(params.a), arb(float(params.c)), Phi, Vec(phib), Vec(yphi),
+                          ey, ey2)
+    Lb = Bracket.from_arb(L, provenance="rigorous")
     if Lb.lo < 0:
         Lb = Bracket(0.0, Lb.hi, provenance="rigorous")
     vb = Bracket.from_arb(ey2 - ey * ey, provenance="rigorous")
@@ -631,33 +625,18 @@ def _student_part(params, T, M):
     GV = _inner(G, Vv)
     VV = _inner(Vv, Vv)
     dl = [GV[j, j] for j in range(m)]
-    M00, M11, M20 = M[(0, 0)], M[(1, 1)], M[(2, 0)]
-    Phi = arb_mat(m, m)
-    phib = []
-    for i in range(m):
-        phib.append(dl[i] * T[1][i, 0])
-        for j in range(m):
-            Phi[i, j] = (VV[i, j] * M00[i, j] + dl[i] * GV[i, j] * M20[i, j]
-                         + dl[j] * GV[j, i] * M20[j, i]
-                         + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M11[i, j])
+    phib = [dl[i] * T[1][i, 0] for i in range(m)]
+    # the float engine's assembly (popdyn.assembly.swiglu_gram) in the Arb context
+    Phi = _asm.swiglu_gram(ARB, VV, GV, Vec(dl), M[(0, 0)], M[(1, 1)], M[(2, 0)])
     return Phi, phib, GV
 
 
-def _centered_gram(Phi, phib):
-    """G = Φ − φ̄φ̄ᵀ of the SwiGLU refit (intercept eliminated), symmetrized entry for entry."""
-    m = len(phib)
-    G = arb_mat(m, m)
-    for i in range(m):
-        for j in range(i, m):
-            v = (Phi[i, j] + Phi[j, i]) / 2 - phib[i] * phib[j]
-            G[i, j] = v
-            G[j, i] = v
-    return G
-
-
-def _centered_cross(yphi, phib, ey):
-    """g = E[yφ] − φ̄E[y] of the SwiGLU refit (intercept eliminated)."""
-    return arb_mat(len(phib), 1, [yphi[j] - phib[j] * ey for j in range(len(phib))])
+def _refit_quadratic(Phi, phib, yphi, ey):
+    """(G, g) of the SwiGLU refit (intercept eliminated): G = Φ − φ̄φ̄ᵀ (symmetrized),
+    g = E[yφ] − φ̄E[y], by the float engine's assembly (:func:`popdyn.assembly.refit_quadratic`,
+    s = 1) in the Arb context; ``g`` an m×1 ``arb_mat``."""
+    G, g = _asm.refit_quadratic(ARB, arb(1), Phi, Vec(phib), Vec(yphi), ey)
+    return G, col(g)
 
 
 def _swiglu_quantities(student, params, teacher, poly, prec):
@@ -731,7 +710,7 @@ def swiglu_refit_problem(student, params, teacher, prec):
     if poly is None:
         return _numerical_refit_problem(student, params, teacher, prec)
     Phi, phib, yphi, ey, ey2 = _swiglu_quantities(student, params, teacher, poly, prec)
-    return _centered_gram(Phi, phib), _centered_cross(yphi, phib, ey), ey2 - ey * ey, _SwiGLUCM()
+    return (*_refit_quadratic(Phi, phib, yphi, ey), ey2 - ey * ey, _SwiGLUCM())
 
 
 class _NumericalCM:
@@ -760,12 +739,11 @@ def _numerical_refit_problem(student, params, teacher, prec):
         raise CertificationError("the float64 SwiGLU cross moments did not converge",
                                  hint="popdyn.refit_risk for the float64 value")
     ey = arb(float(teacher.mean), 1e-13 * abs(float(teacher.mean)) + 1e-300)
-    Gm = _centered_gram(Phi, phib)
-    g = arb_mat(m, 1)
+    ysig = []
     for j in range(m):
         scale = math.sqrt(max(float(Phi[j, j].mid()) + float(Phi[j, j].rad()), 0.0) * ey2f)
-        rad = 2.0 * rel * scale + 1e-13 * abs(float(yphi[j]))
-        g[j, 0] = arb(float(yphi[j]), rad) - phib[j] * ey
+        ysig.append(arb(float(yphi[j]), 2.0 * rel * scale + 1e-13 * abs(float(yphi[j]))))
+    Gm, g = _refit_quadratic(Phi, phib, ysig, ey)
     V = arb(ey2f, 1e-13 * ey2f) - ey * ey
     note = ("SwiGLU refit against a non-polynomial teacher: E[yφ] from the float64 engine with "
             "twice its estimated error")
@@ -781,26 +759,11 @@ def swiglu_agop_enclosure(student, params, *, prec: int = 128) -> arb_mat:
         G, Vv = params.G, params.V
         GV = _inner(G, Vv)
         VV = _inner(Vv, Vv)
-        dl = [GV[j, j] for j in range(m)]
-        a = [arb(float(x)) for x in params.a]
-        M00, M11, M22, M20, M31 = (M[(0, 0)], M[(1, 1)], M[(2, 2)], M[(2, 0)], M[(3, 1)])
-        Q = arb_mat(m, m)
-        Em = arb_mat(m, m)
-        K0 = arb_mat(m, m)
-        for i in range(m):
-            for j in range(m):
-                aa = a[i] * a[j]
-                q11 = (VV[i, j] * M11[i, j] + dl[i] * GV[i, j] * M31[i, j]
-                       + (GV[i, j] * GV[j, i] + dl[i] * dl[j]) * M22[i, j]
-                       + dl[j] * GV[j, i] * M31[j, i])
-                Q[i, j] = aa * q11
-                Em[i, j] = aa * (dl[i] * M20[i, j] + GV[j, i] * M11[i, j])
-                K0[i, j] = aa * M00[i, j]
-        Ga = A.mat_from_array(G)
-        Va = A.mat_from_array(Vv)
-        X = Ga.transpose() * (Em * Va)
-        Mx = Ga.transpose() * (Q * Ga) + X + X.transpose() + Va.transpose() * (K0 * Va)
-        return _symmetrize(Mx)
+        dl = Vec(GV[j, j] for j in range(m))
+        # the float engine's assembly (popdyn.assembly.swiglu_agop) in the Arb context
+        return _asm.swiglu_agop(ARB, vec(params.a), A.mat_from_array(G), A.mat_from_array(Vv),
+                                VV, GV, dl, M[(0, 0)], M[(1, 1)], M[(2, 0)], M[(2, 2)],
+                                M[(3, 1)])
 
 
 def swiglu_alignment(student, params, U, *, prec: int = 128) -> AlignmentBracket:

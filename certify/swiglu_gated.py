@@ -180,7 +180,7 @@ def swiglu_gated_refit_problem(student, params, teacher, prec):
     g = E[yφ] − φ̄E[y], V = V_Y, rigorous (module docstring)."""
     with A.workprec(prec + 32):
         Phi, phib, yphi, ey, ey2 = _quantities(student, params, teacher, prec)
-        return (SW._centered_gram(Phi, phib), SW._centered_cross(yphi, phib, ey), ey2 - ey * ey,
+        return (*SW._refit_quadratic(Phi, phib, yphi, ey), ey2 - ey * ey,
                 SW._SwiGLUCM())
 
 

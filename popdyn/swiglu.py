@@ -72,6 +72,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _validate as V
+from . import assembly as _asm
 from . import families as _families
 from . import family as _family
 from ._hermite import _rule_cached, unit_coefficients
@@ -522,9 +523,7 @@ def moments(student, params, teacher=None, rtol: float = 1e-10) -> SwiGLUMoments
     GV = G @ Vv.T
     VV = Vv @ Vv.T
     dl = np.ascontiguousarray(np.diag(GV))
-    GG2 = GV * GV.T + np.outer(dl, dl)
-    Phi = VV * M00 + dl[:, None] * GV * M20 + (dl[:, None] * GV * M20).T + GG2 * M11
-    Phi = 0.5 * (Phi + Phi.T)
+    Phi = _asm.swiglu_gram(_asm.NUMPY, VV, GV, dl, M00, M11, M20)
     mu1 = T[1, :, 0].copy()
     mu3 = T[3, :, 0].copy()
     Mo = SwiGLUMoments(M00, M11, M22, M20, M31, M40, GV, VV, dl, mu1, mu3, Phi, dl * mu1, N, conv)
@@ -535,10 +534,8 @@ def moments(student, params, teacher=None, rtol: float = 1e-10) -> SwiGLUMoments
 
 
 def _loss_from(params, teacher, Mo) -> float:
-    a, c = params.a, params.c
-    ff = a @ Mo.Phi @ a + 2.0 * c * (a @ Mo.phibar) + c * c
-    fy = a @ Mo.Yphi + c * teacher.mean
-    return 0.5 * (ff - 2.0 * fy + teacher.second_moment)
+    return _asm.feature_loss(_asm.NUMPY, params.a, params.c, Mo.Phi, Mo.phibar, Mo.Yphi,
+                             teacher.mean, teacher.second_moment)
 
 
 def _grad_from(student, params, teacher, Mo) -> SwiGLUParams:
@@ -630,16 +627,8 @@ def _profiled(student, p, teacher, rtol: float = 1e-10):
 
 
 def agop_from_moments(params, Mo) -> np.ndarray:
-    a, G, Vv = params.a, params.G, params.V
-    aa = np.outer(a, a)
-    GV, dl, M11, M20 = Mo.GV, Mo.dl, Mo.M11, Mo.M20
-    GG2 = GV * GV.T + np.outer(dl, dl)
-    dG = dl[:, None] * GV
-    Q11 = Mo.VV * M11 + dG * Mo.M31 + GG2 * Mo.M22 + (dG * Mo.M31).T
-    E = dl[:, None] * M20 + GV.T * M11
-    X = G.T @ ((aa * E) @ Vv)
-    M = G.T @ ((aa * Q11) @ G) + X + X.T + Vv.T @ ((aa * Mo.M00) @ Vv)
-    return 0.5 * (M + M.T)
+    return _asm.swiglu_agop(_asm.NUMPY, params.a, params.G, params.V, Mo.VV, Mo.GV, Mo.dl,
+                            Mo.M00, Mo.M11, Mo.M20, Mo.M22, Mo.M31)
 
 
 def agop(student, params, *, rtol: float = 1e-10) -> np.ndarray:
@@ -656,9 +645,7 @@ def refit_problem(Mo: SwiGLUMoments, teacher):
     from the moments ``Mo`` of a state: centered Gram Φ − φ̄φ̄ᵀ and E[yφ] − φ̄E[y], with units
     whose centered energy is at rounding level dropped."""
     ey = teacher.mean
-    Gm = Mo.Phi - np.outer(Mo.phibar, Mo.phibar)
-    Gm = 0.5 * (Gm + Gm.T)
-    g = Mo.Yphi - Mo.phibar * ey
+    Gm, g = _asm.refit_quadratic(_asm.NUMPY, 1.0, Mo.Phi, Mo.phibar, Mo.Yphi, ey)
     dropped = np.diag(Gm) <= 32.0 * _EPS * np.abs(np.diag(Mo.Phi))
     if np.any(dropped):
         Gm[dropped, :] = 0.0

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import assembly as _asm
 from .. import family as _family
 from .._kernels import fused as _fk
 from .._moments import moments as _moments
@@ -204,19 +205,14 @@ class RidgeFamily(BoundFamily):
     # -- diagnostics
     def agop(self, params, M) -> np.ndarray:
         """M = s² Wᵀ(aaᵀ ∘ B)W from B = E[σ′_iσ′_j] (docs/design.md §3, §5)."""
-        s, a, W = self.student.s, params.a, params.W
-        K = (s * s) * (a[:, None] * M.B * a[None, :])
-        A = W.T @ (K @ W)
-        return 0.5 * (A + A.T)
+        return _asm.agop(_asm.NUMPY, self.student.s, params.a, params.W, M.B)
 
     def refit_problem(self, params, teacher, M) -> RefitProblem:
         """The refit quadratic on the frozen features σ(w_j·x + b_j) (intercept refitted)."""
         s = self.student.s
         C, mu0 = M.C, M.mu0
         ey = teacher.mean
-        G = (s * s) * (C - np.outer(mu0, mu0))
-        G = 0.5 * (G + G.T)
-        g = s * (M.Ct @ teacher.weights - mu0 * ey)
+        G, g = _asm.refit_quadratic(_asm.NUMPY, s, C, mu0, M.Ct @ teacher.weights, ey)
         diagC = np.abs(np.diag(C))
         dropped = np.diag(G) <= 32.0 * _EPS * (s * s) * diagC
         if np.any(dropped):

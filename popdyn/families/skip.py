@@ -52,6 +52,7 @@ import numpy as np
 
 from dataclasses import dataclass
 
+from .. import assembly as _asm
 from .. import family as _family
 from .._hermite import unit_coefficients
 from .._moments import UnitSet, student_units
@@ -167,10 +168,8 @@ class SkipFamily(RidgeFamily):
 
     # -- objective
     def loss(self, params, teacher, M) -> float:
-        s, v = self.student.s, params.v
-        r = params.W @ v
-        return (super().loss(params, teacher, M.R) + s * ((params.a * M.mu1) @ r)
-                - v @ M.tau + 0.5 * (v @ v))
+        return _asm.skip_loss(_asm.NUMPY, super().loss(params, teacher, M.R), self.student.s,
+                              params.a, params.W, params.v, M.mu1, M.tau)
 
     def loss_error(self, params, teacher, M) -> float:
         return super().loss_error(params, teacher, M.R)
@@ -183,14 +182,10 @@ class SkipFamily(RidgeFamily):
 
     def grad(self, params, teacher, M) -> Params:
         st = self.student
-        s, a, v, W = st.s, params.a, params.v, params.W
         g = super().grad(params, teacher, M.R)
-        r = W @ v
-        ga = g.a + s * M.mu1 * r
-        gb = g.b + s * a * r * M.e2 if st.bias else g.b
-        gW = g.W + (s * a)[:, None] * (M.mu1[:, None] * v[None, :]
-                                       + (r * M.e2z)[:, None] * M.theta)
-        gv = s * (W.T @ (a * M.mu1)) - M.tau + v
+        ga, gW, gb, gv = _asm.skip_grad(_asm.NUMPY, (g.a, g.W, g.b), st.s, params.a, params.W,
+                                        params.v, M.mu1, params.W @ params.v, M.e2, M.e2z,
+                                        M.theta, M.tau, st.bias)
         return Params(ga, gW, gb, g.c, gv)
 
     def _skip_abs(self, params, g, mu1, e2, e2z, tau):
@@ -227,18 +222,15 @@ class SkipFamily(RidgeFamily):
     def agop(self, params, M) -> np.ndarray:
         if getattr(M, "mu1", None) is None:
             raise ValueError("skip AGOP needs the skip moments")
-        v = params.v
-        u = self.student.s * (params.W.T @ (params.a * M.mu1))
-        A = super().agop(params, M.R) + np.outer(v, v) + np.outer(u, v) + np.outer(v, u)
-        return 0.5 * (A + A.T)
+        return _asm.skip_agop(_asm.NUMPY, super().agop(params, M.R), self.student.s, params.a,
+                              params.W, params.v, M.mu1)
 
     def refit_problem(self, params, teacher, M):
-        s, v = self.student.s, params.v
         P = super().refit_problem(params, teacher, M.R)
-        g = P.g - s * M.mu1 * (params.W @ v)
+        g, var = _asm.skip_refit(_asm.NUMPY, P.g, teacher.variance, self.student.s, params.W,
+                                 params.v, M.mu1, M.tau)
         g = np.where(P.dropped, 0.0, g)
-        var = float(teacher.variance - 2.0 * (v @ M.tau) + v @ v)
-        return _family.RefitProblem(P.G, g, var, P.mean_y, P.mu0, P.s, P.dropped)
+        return _family.RefitProblem(P.G, g, float(var), P.mean_y, P.mu0, P.s, P.dropped)
 
 
 #: [student] keys of a skip student
