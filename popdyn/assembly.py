@@ -23,8 +23,10 @@ float engine has always evaluated them, so the float64 results are unchanged bit
 
 The fused kernels (:func:`popdyn._kernels.fused.ridge_loss`, :func:`~popdyn._kernels.fused.ridge_grad`)
 are the compiled float64 specialization of :func:`ridge_loss` and :func:`ridge_grad` that the
-ridge family and the fused GD step evaluate (tests/popdyn/test_assembly.py checks them against
-these lines, and the Arb evaluation contains both).
+ridge family and the fused GD step evaluate (the fused step and the general path must agree bit
+for bit).  tests/popdyn/test_assembly.py checks the numpy lines and the kernels against the
+formulas written out in exact rational arithmetic, and tests/certify/test_arrays.py that the
+Arb lines enclose those exact values.
 """
 from __future__ import annotations
 
