@@ -93,10 +93,6 @@ def _scale(student):
     return arb(1) if student.scaling == "standard" else arb(1) / student.m
 
 
-def _dot(u: arb_mat, w: arb_mat):
-    return (u.transpose() * w)[0, 0]
-
-
 def _from(x, prov, lo=None, note=""):
     b = Bracket.from_arb(x, provenance=prov, note=note)
     if lo is not None and b.lo < lo:
