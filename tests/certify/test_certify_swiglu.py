@@ -122,6 +122,7 @@ LINKS = ["h1", "h2", "h3", "h4", "h3+0.3h2"]
        st.floats(0.2, 1.5))
 @example(3, "h3+0.3h2", "duplicate", 1.0)
 @example(5, "h2", "parallel", 1.3)
+@example(1000000, "h1", "duplicate", 1.5)     # cancellation: 3e-12 wide at 128 bits (retried)
 def test_loss_contains_engine_value(seed, link, mode, scale):
     rng = np.random.default_rng(seed)
     d, m = 4, 3
@@ -191,3 +192,25 @@ def test_gated_teacher_with_ordinary_student_is_rigorous():
         certify.loss(S, p, T, grad=True)
     assert certify.refit_risk(S, p, T).provenance == "rigorous"
     assert certify.alignment(S, p, U).provenance == "rigorous"
+
+
+def test_loss_retries_at_twice_the_precision_when_cancellation_widens_it():
+    """Duplicated and antiparallel gates: the 128-bit bracket is 3e-12 wide (relative), above
+    certify.swiglu.LOSS_WIDTH, so it is recomputed at 256 bits; the two brackets overlap."""
+    from certify import swiglu as CS
+
+    rng = np.random.default_rng(1000000)
+    U = np.linalg.qr(rng.standard_normal((4, 2)))[0].T
+    T = Teacher.additive("h1", U, [1.0, 0.5])
+    S = SwiGLUStudent(4, 3)
+    p = S.init(1000000, 1.5, T)
+    G = p.G.copy()
+    G[1] = G[0]
+    G[2] = -0.5 * G[0]
+    p = p.replace(G=G)
+    lo_prec = CS._rigorous_loss(S, p, T, CS._teacher_poly(T), 128)[0]
+    assert lo_prec.width > CS.LOSS_WIDTH * lo_prec.hi
+    res = certify.loss(S, p, T)
+    assert res.prec == 256 and res.loss.width <= CS.LOSS_WIDTH * res.loss.hi
+    assert res.loss.lo <= lo_prec.hi and lo_prec.lo <= res.loss.hi
+    assert certify.loss(S, p, T, prec=512).prec == 512           # no retry above 128 bits
