@@ -139,6 +139,7 @@ def test_v_zero_gradient_is_the_plain_gradient(seed, act, teacher):
 @settings(max_examples=4, deadline=None)
 @given(seed=st.integers(0, 10_000), act=st.sampled_from(["relu", "leaky_relu", "erf"]),
        kind=st.sampled_from(["unrestricted", "same_budget", "bounded", "projected"]))
+@example(seed=540, act="erf", kind="unrestricted")    # found by the soak profile
 def test_v_zero_refit_is_the_plain_refit(seed, act, kind):
     S, p, T = _state(seed, act, "additive")
     p0 = p.replace(v=np.zeros(S.d))
@@ -147,10 +148,14 @@ def test_v_zero_refit_is_the_plain_refit(seed, act, kind):
     rp = certify.refit_risk(S.replace(skip=False), p0, T, kind, budget=budget)
     assert (r0.risk.lo, r0.risk.hi, r0.provenance, r0.status) == \
         (rp.risk.lo, rp.risk.hi, rp.provenance, rp.status)
-    # with the skip: the float refit (popdyn.skip's definition) inside the bracket ± its accuracy
+    # with the skip: the float refit (popdyn.skip's definition) inside the bracket ± its stated
+    # error (its accuracy contract; at least 1e-11: erf's series refit at seed 540 is 1.17e-11
+    # from the bracket with a stated error of 1.34e-11)
     r = certify.refit_risk(S, p, T, kind, budget=budget)
-    fl = popdyn.diagnostics.refit_risk(S, p, T, kind, budget=budget).risk
-    assert r.risk.lo - 1e-11 <= fl <= r.risk.hi + 1e-11, (kind, r.risk, fl)
+    res = popdyn.diagnostics.refit_risk(S, p, T, kind, budget=budget)
+    fl = res.risk
+    acc = max(1e-11, float(getattr(res, "error", 0.0) or 0.0))
+    assert r.risk.lo - acc <= fl <= r.risk.hi + acc, (kind, r.risk, fl, acc)
 
 
 def test_projected_is_unrestricted_at_snapped_weights():
