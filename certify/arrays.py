@@ -15,7 +15,6 @@ import numpy as np
 from flint import arb, arb_mat
 from popdyn.assembly import ArrayContext
 
-from . import _arb as A
 
 __all__ = ["ARB", "Vec", "vec", "col", "as_vec"]
 
@@ -143,6 +142,3 @@ class ArbContext(ArrayContext):
 
 #: the ball-arithmetic context
 ARB = ArbContext()
-
-#: exact ``arb_mat`` of a float64 array (1-D arrays become columns)
-mat = A.mat_from_array

@@ -93,13 +93,14 @@ def _check_source(func):
     kernel of a package built on popdyn, calling popdyn's kernels): its digest covers popdyn's
     kernels and the file, kept in ``<stem>.popdyn-kernels.sha256`` beside the file's caches.
     Returns ``func``."""
-    if _CACHE:
+    name = getattr(getattr(func, "__code__", None), "co_filename", None)
+    if _CACHE and name is not None and name not in _CHECKED:
+        _CHECKED.add(name)                 # one check per file, without a path lookup per kernel
         try:
-            src = Path(func.__code__.co_filename).resolve()
-        except (AttributeError, OSError):
+            src = Path(name).resolve()
+        except OSError:
             return func
-        if src.parent != _KERNELS and src not in _CHECKED and src.exists():
-            _CHECKED.add(src)
+        if src.parent != _KERNELS and src.exists():
             marker = src.parent / "__pycache__" / f"{src.stem}.popdyn-kernels.sha256"
             _drop_stale_caches(_KERNELS, (src,), drop=(src,), marker=marker)
     return func
