@@ -212,9 +212,13 @@ def test_student_teacher_moment_encloses_reference(k):
 @given(st.integers(0, 10 ** 6), st.sampled_from([2, 3, 8]), st.sampled_from(["relu", "leaky_relu"]),
        st.floats(0.05, 3.0))
 @example(1, 3, "relu", 1.0)
+@example(30171, 2, "relu", 1.0)      # a far-threshold unit: the prec-192 closed form is wider
 def test_float_mehler_path_contains_arb_path(seed, d, act, scale):
-    """The float64 Mehler path (prec <= 128) must contain the all-Arb closed forms (prec 192,
-    checked against mpmath above): both are enclosures of the same numbers."""
+    """The float64 Mehler path (prec <= 128) and the all-Arb closed forms (checked against
+    mpmath above) enclose the same numbers, so each pair of balls must intersect.  The closed
+    form is taken at 192 bits, and again at 512 where it is not 2⁸ times narrower than the float
+    ball (a far threshold cancels ~60 digits), so that the intersection tests the float ball's
+    claim against an essentially exact value."""
     rng = np.random.default_rng(seed)
     m = 7
     W = rng.standard_normal((m, d)) * scale
@@ -225,8 +229,15 @@ def test_float_mehler_path_contains_arb_path(seed, d, act, scale):
     fast = certified_moments(S, p, None, prec=128)
     clear_cache()
     full = certified_moments(S, p, None, prec=192)
-    with A.workprec(192):
+    fine = None
+    with A.workprec(512):
         for i in range(m):
             for j in range(m):
-                for M1, M2 in ((fast.C, full.C), (fast.B, full.B)):
-                    assert M1[i, j].contains(M2[i, j]), (i, j, M1[i, j], M2[i, j])
+                for nm in ("C", "B"):
+                    f, r = getattr(fast, nm)[i, j], getattr(full, nm)[i, j]
+                    if r.rad() * 256 > f.rad() and r.rad() > 0:
+                        if fine is None:
+                            clear_cache()
+                            fine = certified_moments(S, p, None, prec=512)
+                        r = getattr(fine, nm)[i, j]
+                    assert f.overlaps(r), (nm, i, j, f, r)
