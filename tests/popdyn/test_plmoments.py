@@ -199,14 +199,18 @@ def ref_pair(ui, uj, rho, omr, opr):
             mu, tau = aj * r * (-bi / ai) + bj, aj * s
             ph = mp.npdf(bi / ai)
             ref["Aij"] = pi * ph * _m(pj, qj, mu, tau)
-            scAij = abs(pi) * ph * mp.sqrt(_m2(pj, qj, mu, tau))
+            # the scale includes the conditioning of μ = β_j − α_j r β_i/α_i: an input rounding
+            # moves it by u(|β_j| + |α_j r β_i/α_i|), and A by |p_iφ(h_i) E[σ_j']| times that
+            scAij = abs(pi) * ph * (mp.sqrt(_m2(pj, qj, mu, tau))
+                                    + (abs(pj) + abs(qj)) * (abs(bj) + abs(aj * r * bi / ai)))
         else:
             ref["Aij"] = scAij = zero
         if aj > 0:
             mu, tau = ai * r * (-bj / aj) + bi, ai * s
             ph = mp.npdf(bj / aj)
             ref["Aji"] = pj * ph * _m(pi, qi, mu, tau)
-            scAji = abs(pj) * ph * mp.sqrt(_m2(pi, qi, mu, tau))
+            scAji = abs(pj) * ph * (mp.sqrt(_m2(pi, qi, mu, tau))
+                                    + (abs(pi) + abs(qi)) * (abs(bi) + abs(ai * r * bj / aj)))
         else:
             ref["Aji"] = scAji = zero
         fi, fj = ref_unit(ui), ref_unit(uj)
@@ -332,6 +336,8 @@ def units(draw):
 @example(ui=(1.0, 0.0, 1.0, -6.0), uj=(1.0, 0.0, 1.0, -6.0), phi=0.2)               # tails, cancellation
 @example(ui=(1.0, 0.0, 0.0195, -0.00218), uj=(1.0, 0.0, 0.0117, 0.3826), phi=2.7386)  # h = 32.7, ρ ≈ −0.92
 @example(ui=(1.0, 0.0, 0.744, 0.00423), uj=(1.0, 0.0, 0.00605, 0.1735), phi=2.8)      # h = 28.7 vs h ≈ 0
+@example(ui=(1.0, 0.0, 1.0, 5.495500000000001e-244), uj=(1.0, 0.0, 0.75, 4.121625000000001e-244),
+         phi=0.0)                                 # μ = β_j − α_jβ_i/α_i = 6.5e−261 rounds to 0
 def test_live_mpmath(ui, uj, phi):
     rho, omr, opr = corr_from_angle(phi)
     check_pair(ui, uj, rho, omr, opr)
