@@ -271,15 +271,17 @@ def _t_series(h, a, tol_bits: int):
     x_hi = upper(x)
     aa = abs(a)
     A = upper(aa)
+    # crude enclosure when e^{-x} atan|a| / 2π is below the target (0 ≤ T(h, a)·sgn a ≤ that
+    # for every a; checked first, so a threshold h whose h²/2 overflows float64, e.g. a unit
+    # with |w| = 1e−174 and b = 1, still gets its ball instead of a refusal)
+    if x_lo * _LOG2E > tol_bits + 4:
+        bnd = (-x).exp() * aa.atan() / (2 * arb.pi())
+        return arb(0, upper(bnd))
     if not (math.isfinite(x_hi) and math.isfinite(A)):
         raise CertificationError("Owen T: non-finite argument", hint="a higher prec")
     if A > 1.5:
         raise CertificationError("Owen T: |a| > 1 in the series branch (internal)",
                                  hint="a higher prec")
-    # crude enclosure when e^{-x} atan|a| / 2π is below the target
-    if x_lo * _LOG2E > tol_bits + 4:
-        bnd = (-x).exp() * aa.atan() / (2 * arb.pi())
-        return arb(0, upper(bnd))
     wp = max(ctx.prec, tol_bits + 24)
     tol = 2.0 ** (-tol_bits)
     A = max(A, 2.0 ** -60)          # a larger A keeps the bound valid and avoids underflow

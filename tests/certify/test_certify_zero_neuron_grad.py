@@ -193,3 +193,17 @@ def test_zero_neuron_gradient_contains_closed_form(act, scaling, link, skip, d, 
     S, p, T = _build(act, scaling, W, a, b, v, c, link, u, skip=skip)
     ref = zero_neuron_reference(act, scaling, W, a, b, v, c, link, u)
     _check(S, p, T, ref)
+
+
+def test_far_threshold_unit_beside_zero_neuron():
+    """A unit with |w| = 1.2e−174 and b = 1 (threshold h = 8e173, h²/2 beyond float64) beside
+    the zero neuron: Owen's T takes its crude enclosure instead of refusing (found by the soak
+    profile: relu, standard scaling, relu link, d = m = 2)."""
+    d = 2
+    W = [[0.0, 0.0], [0.0, 1.1947180445550066e-174]]
+    a, b, v, c = [0.0, 0.0], [-0.5, 1.0], [0.0] * d, 0.0
+    u = np.random.default_rng(0).standard_normal(d)
+    u = list(u / np.linalg.norm(u))
+    S, p, T = _build("relu", "standard", W, a, b, v, c, "relu", u, skip=False)
+    ref = zero_neuron_reference("relu", "standard", W, a, b, v, c, "relu", u)
+    _check(S, p, T, ref)
