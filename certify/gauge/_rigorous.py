@@ -92,7 +92,8 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
     stiff : {"auto", "tube", "explicit"}
         "auto": the slow-manifold tube (:mod:`certify.gauge._slow`) when Δ ≤
         −:data:`popdyn.gauge.STIFF_DELTA`,
-        the explicit Taylor–Lohner integrator otherwise.
+        the explicit Taylor–Lohner integrator otherwise, and also when a threshold is crossed
+        during the fast transient, before the tube is entered ("tube" refuses that case).
 
     Returns
     -------
@@ -115,7 +116,7 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
         phi0 = start_angle(cos0, d)
         use_tube = stiff == "tube" or (stiff == "auto" and bool(Delta <= -STIFF_DELTA))
         if use_tube:
-            from ._slow import slow_tube_times  # lazy: stiff starts only
+            from ._slow import TransientSection, slow_tube_times  # lazy: stiff starts only
 
             cs = phi0.cos()
             out: list[NumericalBracket | None] = []
@@ -130,7 +131,13 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
                 else:
                     raise CertificationError("a threshold straddles the initial cosine")
             if todo:
-                brs, info = slow_tube_times(Delta, [arb(c0), phi0], todo, prec=prec)
+                try:
+                    brs, info = slow_tube_times(Delta, [arb(c0), phi0], todo, prec=prec)
+                except TransientSection:
+                    if stiff == "tube":
+                        raise
+                    brs = None              # a section inside the transient: explicit below
+            if todo and brs is not None:
                 it = iter(brs)
                 for i, b in enumerate(out):
                     if b is None:
@@ -141,7 +148,8 @@ def rigorous_specialization_times(c0: float, ratio: float, cos0: float, threshol
                                                   f"steps, tube radius {info['eps']:.2g})",
                                                   provenance="rigorous")
                 return out, info["transient_steps"]
-            return out, 0
+            if not todo:
+                return out, 0
         specs = [_spec(field_, t) for t in thr]
         brs, flow = crossing_times(field_, [arb(c0), phi0], specs, t_max=t_max, order=order,
                                    tol=tol, scale_floor=[c0 / 2, 1.0], prec=prec,

@@ -74,6 +74,11 @@ def _fields(c, ph, D, pi):
     return -S * (c / 2 - k), -(rho * pm * sn) / (2 * pi)
 
 
+class TransientSection(CertificationError):
+    """A threshold is crossed while the start is still in the fast transient, before the tube
+    is entered: the tube method does not apply (``stiff="auto"`` then integrates explicitly)."""
+
+
 class SlowTube:
     """The tube |c − h(φ)| ≤ ε, φ ∈ [phi_a, phi_b] around the Chebyshev polynomial ``coef``
     (exact float coefficients), with Arb evaluations of h and of the boundary fields."""
@@ -253,7 +258,8 @@ def slow_tube_times(Delta, x0, thresholds, *, prec: int = 128, K: int = 14,
                 for B in (st.B,):
                     cphi = B[1].cos()
                     if not all(cphi < t for t in specs):
-                        raise CertificationError("a section is met during the fast transient")
+                        raise TransientSection("a section is met during the fast transient",
+                                               hint="stiff='explicit'")
                 X = st.x_end
                 P = X[1]
                 if not (P > tube.a and P < tube.b):
