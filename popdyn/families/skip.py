@@ -153,9 +153,12 @@ class SkipFamily(RidgeFamily):
         # r_j = w_j·v = 0 where α_j = 0, so those entries never enter
         e2 = np.where(ok, uc.Dd2[:, 0] / al, 0.0)
         e2z = np.where(ok, uc.Dd2[:, 1] / al, 0.0)
-        self._err_skip = (np.asarray(uc.tails_Dd.err, dtype=float).copy(),
-                          np.where(ok, uc.tails_Dd2.err / al, 0.0),
-                          np.where(ok, uc.tails_Dd2.err / al, 0.0))
+        if su.kind == "pl":
+            self._err_skip = _pl_skip_errors(float(su.p[0]), ok, al, su.be, mu1)
+        else:
+            self._err_skip = (np.asarray(uc.tails_Dd.err, dtype=float).copy(),
+                              np.where(ok, uc.tails_Dd2.err / al, 0.0),
+                              np.where(ok, uc.tails_Dd2.err / al, 0.0))
         return mu1, e2, e2z, su.theta
 
     def moments(self, params, teacher, *, need: str = "grad", tol: float = 1e-10):
@@ -235,6 +238,28 @@ class SkipFamily(RidgeFamily):
 
 #: [student] keys of a skip student
 SKIP_KEYS = tuple(k for k in RIDGE_KEYS if k != "preset")
+
+
+def _pl_skip_errors(p, ok, al, be, mu1):
+    """Error estimates of E[σ′], E[σ″]/α and E[σ″z]/α of PL units σ = p relu + q id.
+
+    They are closed forms in b = β/α: E[σ′] = pΦ(±b) + const, E[σ″] = pφ(b) and E[σ″z] =
+    pφ(b)·b.  The rounding of b (|δb| ≤ u|b|) moves them by |∂/∂b|·u|b| ≤ u|p|φ(b)(1 + b²)
+    (times 1 + |b| for E[σ″z]); their evaluation adds a few ulps of the value.  Both are
+    relative to φ(b) itself, so a unit active with probability 1e−54 gets errors of that size,
+    not of the Cramér envelope e^{−b²/4} that bounds the Hermite coefficients of every order
+    (8u per term, as the other coefficient estimates)."""
+    u8 = 8.0 * 2.0 ** -53
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        b = np.where(ok, be / al, 0.0)
+        fin = np.isfinite(b)
+        b = np.where(fin, b, 0.0)
+        ph = np.where(ok & fin, abs(p) * np.exp(-0.5 * b * b) / np.sqrt(2.0 * np.pi), 0.0)
+        cond = 1.0 + np.minimum(b * b, 1e300)
+        e_mu1 = u8 * (np.abs(mu1) + ph * cond)
+        e_e2 = np.where(ok, u8 * ph * cond / al, 0.0)
+        e_e2z = np.where(ok, u8 * ph * cond * (1.0 + np.abs(b)) / al, 0.0)
+    return e_mu1, e_e2, e_e2z
 
 
 @dataclass(frozen=True)

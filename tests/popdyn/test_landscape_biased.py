@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import popdyn
 from popdyn import landscape as ls
@@ -160,6 +160,8 @@ def test_hessian_symmetric_and_matches_differences_of_engine_gradient(seed, act,
 
 @settings(max_examples=15, deadline=None)
 @given(**_STATES)
+@example(seed=4029, act="relu", skip=True, intercept=False, scaling="standard", tact="relu",
+         tbias=False, m=1, d=1, degenerate=False, sbias=True)     # a unit active w.p. 1e−54
 def test_own_gradient_matches_engine(seed, act, skip, intercept, scaling, tact, tbias, m, d,
                                      degenerate, sbias):
     """∇L from this module's truncated moments (B-6)–(B-8) (the W, b, v, c components) equals the

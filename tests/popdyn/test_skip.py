@@ -275,3 +275,31 @@ def test_multi_index_tail_at_degree_zero_refused():
     S = popdyn.Student(3, 2, skip=True)
     with pytest.raises(ValueError, match="linear Hermite part"):
         popdyn.population_loss(S, S.init(0, 0.5).replace(v=np.ones(3)), T)
+
+
+def test_far_threshold_unit_gradient_within_rtol_without_warning():
+    """A relu unit active with probability ~1e−54 (w = −0.069, b = −1.07, kink at x = −15.5) with
+    a skip, d = m = 1, against a relu network: ∂L/∂a is 3.9e−56, computed to rounding, and the
+    contract neither warns nor misses.  Reference: on x < kink every term is a polynomial times
+    φ, so ∂L/∂a = Σ_n A_n ∫_{−∞}^{k} xⁿφ (I₀ = Φ(k), I₁ = −φ(k), I_n = −k^{n−1}φ(k) + (n−1)I_{n−2}),
+    at 40 digits."""
+    import mpmath as mp
+
+    S = popdyn.Student(1, 1, "relu", bias=True, skip=True, intercept=False)
+    a, w, b, v = 0.30527781107155495, -0.06897242963427268, -1.0712309043624957, 0.18807752803419474
+    p = popdyn.Params([a], [[w]], [b], 0.0, [v])
+    ta, tu = [-1.1750434429900907, -0.3769511857110767], [0.5184318817997823, -1.9154739737101492]
+    T = popdyn.Teacher.network("relu", ta, [[tu[0]], [tu[1]]])
+    L, g, info = popdyn.loss_and_grad(S, p, T, full_output=True)      # warnings are errors here
+    assert info["grad"]["within_rtol"]
+    with mp.workdps(40):
+        a_, w_, b_, v_ = (mp.mpf(x) for x in (a, w, b, v))
+        k = -b_ / w_
+        I = [mp.ncdf(k), -mp.npdf(k)]
+        for n in range(2, 3):
+            I.append(-k ** (n - 1) * mp.npdf(k) + (n - 1) * I[n - 2])
+        # x < k < 0: f − y = a(wx + b) + (v − ta₂tu₂)x (the unit with tu₁ > 0 is off)
+        c1 = v_ - mp.mpf(ta[1]) * mp.mpf(tu[1])
+        ref = (a_ * w_ + c1) * w_ * I[2] + ((a_ * w_ + c1) * b_ + a_ * b_ * w_) * I[1] + a_ * b_ ** 2 * I[0]
+        assert abs(g.a[0] - ref) <= 1e-10 * abs(ref)
+        assert abs(g.a[0] - ref) <= info["grad"]["entry_error"].a[0]       # the estimate bounds it
