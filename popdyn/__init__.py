@@ -7,7 +7,7 @@ Public API (see README.md): :class:`Student`, :class:`Params`, :class:`SwiGLUStu
 :func:`refit_risk` (more in :mod:`popdyn.diagnostics`); :class:`AccuracyWarning` (the float
 engine's ``rtol`` contract, :mod:`popdyn.accuracy`).
 """
-from . import families, family, finite, gauge, skip
+from . import families, family, finite, gauge, skip, threads
 from .accuracy import AccuracyWarning
 from .activations import ACTIVATIONS
 from .diagnostics import agop, alignment, refit_risk

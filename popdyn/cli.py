@@ -1,7 +1,7 @@
 """The popdyn command line.
 
-    popdyn run [CONFIG] [--store DIR] [--workers N] [--out FILE]   sweep + table + figure + check
-    popdyn sweep CONFIG --store DIR [--workers N] [--scheduler ADDRESS]
+    popdyn run [CONFIG] [--store DIR] [--workers N] [--threads T] [--out FILE]   sweep + table + figure + check
+    popdyn sweep CONFIG --store DIR [--workers N] [--threads T] [--scheduler ADDRESS]
     popdyn configs [show NAME]                list the embedded configurations / print one
     popdyn table --store DIR [--format md|latex|csv]
     popdyn figure --store DIR --out FILE
@@ -39,7 +39,7 @@ def cmd_sweep(args) -> int:
     cfg = _load(args.config)
     compile_notice()
     res = sweep(cfg, args.store, workers=args.workers, scheduler=args.scheduler,
-                timeout=args.timeout, progress=not args.quiet)
+                timeout=args.timeout, progress=not args.quiet, threads=args.threads)
     st = ", ".join(f"{v} {k}" for k, v in sorted(res["statuses"].items()))
     print(f"popdyn sweep: {len(res['keys'])} runs in {args.store}: {res['ran']} computed "
           f"({res['resumed']} resumed from checkpoints), {res['skipped']} already stored; "
@@ -166,7 +166,7 @@ def cmd_run(args) -> int:
     try:
         print(f"popdyn run: {cfg.get('name', path)}  ({path})")
         print(f"  store: {store_dir}" + ("  (temporary; pass --store DIR to keep it)" if tmp else ""))
-        res = sweep(cfg, store_dir, workers=args.workers, progress=True)
+        res = sweep(cfg, store_dir, workers=args.workers, progress=True, threads=args.threads)
         print(f"  {len(res['keys'])} runs: {res['ran']} computed, {res['skipped']} already stored "
               f"({res['wall']:.1f} s)")
         from .plugins import load as _service   # provided by proofs_checks (popdyn.plugins)
@@ -201,7 +201,8 @@ def cmd_run(args) -> int:
             print(f"  plateau_alignment: no run of this config is in the theorem's family; adding "
                   f"the cohort {fam['teachers'][0]['label']} with the same student, init, "
                   "integrator and seeds")
-            r2 = sweep(_config.validate(fam), store_dir, workers=args.workers, progress=True)
+            r2 = sweep(_config.validate(fam), store_dir, workers=args.workers, progress=True,
+                       threads=args.threads)
             print(f"  {len(r2['keys'])} runs: {r2['ran']} computed, {r2['skipped']} already "
                   f"stored ({r2['wall']:.1f} s)")
         print("")
@@ -231,7 +232,8 @@ def cmd_reproduce(args) -> int:
     from .experiments.cells import write_json
 
     res = reproduce(args.name, seeds=args.seeds, teachers=args.teachers, store=args.store,
-                    workers=args.workers, progress=not args.quiet, run=not args.no_run)
+                    workers=args.workers, progress=not args.quiet, run=not args.no_run,
+                    threads=args.threads)
     sys.stdout.write(res["text"])
     if args.write:
         print(f"popdyn reproduce: wrote the {args.name} section of {write_section(args.write, args.name, res['text'])}")
@@ -253,6 +255,8 @@ def _parser():
                                                "(default: paper_smoke, the paper's protocol)")
     run.add_argument("--store", help="result store directory (default: a temporary one)")
     run.add_argument("--workers", type=int, help="worker processes (default: all cores)")
+    run.add_argument("--threads", type=int, help="kernel threads per run (default: the cores divided among the workers; "
+                         "results do not depend on it)")
     run.add_argument("--out", help="figure file (default: popdyn_run.png)")
     run.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds")
     run.set_defaults(func=cmd_run)
@@ -265,6 +269,8 @@ def _parser():
     sw.add_argument("config", help="TOML file or embedded configuration name (popdyn configs)")
     sw.add_argument("--store", required=True, help="result store directory")
     sw.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
+    sw.add_argument("--threads", type=int, help="kernel threads per run (default: the cores divided among the workers; "
+                         "results do not depend on it)")
     sw.add_argument("--scheduler", help="dask.distributed scheduler address, e.g. tcp://host:8786")
     sw.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the scheduler")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -297,6 +303,8 @@ def _parser():
                     "(experiment, row, column, paper, popdyn, verdict, reason)")
     rp.add_argument("--store", help="result store directory (default: ./popdyn-reproduce)")
     rp.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
+    rp.add_argument("--threads", type=int, help="kernel threads per run (default: the cores divided among the workers; "
+                         "results do not depend on it)")
     rp.add_argument("--write", help="markdown file whose NAME section is replaced by the report")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.add_argument("--no-run", action="store_true",

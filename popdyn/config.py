@@ -52,6 +52,8 @@ Sections and keys (unknown keys raise ``ValueError`` with a did-you-mean)::
                 endpoint E and E + 1 are snapshotted ("baseline" for both kinds by default)
     [diagnostics] kinds, budget, geometry, delta, certify, certify_kinds, prec
     [store]     checkpoint_every                     (updates between resumable checkpoints)
+    [execution] threads                              (kernel threads per run, popdyn.threads;
+                not part of a run's key: results do not depend on it)
     [[settings]] label = "..."; and any of student / init / train / schedule / diagnostics
                  as inline tables of overrides, e.g.  train = { lr = 0.1 }
 
@@ -124,6 +126,7 @@ _SECTIONS = {
     "schedule": {"every", "early", "kind", "plateau"},
     "diagnostics": {"kinds", "budget", "geometry", "delta", "certify", "certify_kinds", "prec"},
     "store": {"checkpoint_every"},
+    "execution": {"threads"},
     "settings": None,
 }
 #: sections a ``[[settings]]`` entry may override
@@ -231,6 +234,11 @@ def validate(cfg: dict) -> dict:
             _check_teacher_table("[teacher]", val)
         else:
             _check_table(f"[{key}]", val, allowed)
+            if key == "execution" and "threads" in val:
+                t = val["threads"]
+                if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+                    raise ConfigError(f"[execution] threads must be a positive integer, "
+                                      f"got {t!r}")
     if "teacher" in cfg and "teachers" in cfg:
         raise ConfigError("give either [teacher] or [[teachers]], not both")
     if "teacher" not in cfg and "teachers" not in cfg:

@@ -21,6 +21,14 @@ import numba
 
 _CACHE = os.environ.get("POPDYN_NO_CACHE", "0") not in ("1", "true", "yes")
 
+# The parallel kernels (popdyn.threads) run on numba's built-in "workqueue" threading layer
+# unless NUMBA_THREADING_LAYER chooses another: a sweep's process pool forks its workers, and a
+# child forked from a process that has used GNU OpenMP (numba's "omp" layer) is terminated
+# ("fork() called from a process already using GNU OpenMP").  The kernels that launch parallel
+# work hold the GIL, so the layer is never entered by two Python threads at once.
+if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
+    numba.config.THREADING_LAYER = "workqueue"
+
 _KERNELS = Path(__file__).resolve().parent
 #: jitted sources outside this directory (they call the kernels here)
 #: jitted source files outside the kernels directory already checked in this process

@@ -10,6 +10,7 @@ i ≤ j) dispatch bias-free sets to the arc-cosine closed forms of
 :func:`popdyn._kernels.pl_pair.pl_units`, the ``*_ws`` entries the caller's scratch.
 """
 import numpy as np
+from numba import prange
 
 from . import arccos as _ac
 from ._jit import jit
@@ -64,6 +65,15 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
     m2 = al2.shape[0]
     if m1 == 0 or m2 == 0:
         return
+    npairs = m1 * (m1 + 1) // 2 if upper else m1 * m2
+    nch = (npairs + _CHUNK - 1) // _CHUNK
+    ng = min(_PAR_GROUPS, nch // _PAR_MIN_CHUNKS)
+    if ng >= 2:
+        _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
+                             rtol, atol, qtol, maxint, C, B, A, D, AL, DL, ng)
+        if upper:
+            _fill_lower(C, B, A, D, AL, DL)
+        return
     UA1 = _unit_array(U1, p1, q1, al1, be1)
     UA2 = _unit_array(U2, p2, q2, al2, be2)
     I = np.empty(_CHUNK, np.int64)
@@ -95,6 +105,82 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
                 DL[ii, jj] = out[k, 5]
     if upper:
         _fill_lower(C, B, A, D, AL, DL)
+
+
+#: the parallel path of :func:`_moments_chunked`: at most this many groups of consecutive chunks
+#: (each with its own scratch), each of at least :data:`_PAR_MIN_CHUNKS` chunks; fewer chunks
+#: than two groups' worth take the serial loop.  The grouping does not depend on the number of
+#: threads, and neither do the results.
+_PAR_GROUPS = 16
+_PAR_MIN_CHUNKS = 4
+
+
+@jit
+def _chunk_starts(m1, m2, upper):
+    """The first pair (i, j) of every chunk in :func:`_chunk_index`'s row-by-row order (the
+    chunks of :func:`_moments_chunked` are its consecutive runs of :data:`pl_front._CHUNK`
+    pairs), found in one pass over the rows."""
+    npairs = m1 * (m1 + 1) // 2 if upper else m1 * m2
+    nch = (npairs + _CHUNK - 1) // _CHUNK
+    CI = np.empty(nch, np.int64)
+    CJ = np.empty(nch, np.int64)
+    c = 0
+    done = 0                          # pairs before row i
+    for i in range(m1):
+        j0 = i if upper else 0
+        row = m2 - j0
+        while c < nch and c * _CHUNK < done + row:
+            CI[c] = i
+            CJ[c] = j0 + (c * _CHUNK - done)
+            c += 1
+        done += row
+    return CI, CJ
+
+
+@jit(parallel=True, nogil=True)
+def _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
+                         rtol, atol, qtol, maxint, C, B, A, D, AL, DL, ng):
+    """The chunks of :func:`_moments_chunked` (the same pairs, evaluated by the same code) in
+    ``ng`` contiguous groups run by ``prange`` on numba's threads, each group with its own
+    scratch.  Every output entry is written by exactly one chunk and nothing is summed across
+    chunks, so the results are the same bits on any number of threads.  The caller fills the
+    lower triangles (``upper``)."""
+    m1 = al1.shape[0]
+    m2 = al2.shape[0]
+    UA1 = _unit_array(U1, p1, q1, al1, be1)
+    UA2 = _unit_array(U2, p2, q2, al2, be2)
+    CI, CJ = _chunk_starts(m1, m2, upper)
+    nch = CI.shape[0]
+    for g in prange(ng):
+        c0 = (g * nch) // ng
+        c1 = ((g + 1) * nch) // ng
+        I = np.empty(_CHUNK, np.int64)
+        J = np.empty(_CHUNK, np.int64)
+        RHO = np.empty(_CHUNK)
+        OM = np.empty(_CHUNK)
+        OP = np.empty(_CHUNK)
+        DG = np.empty(_CHUNK, np.bool_)
+        out = np.empty((_CHUNK, 6))
+        WS, WI, WB = _list_scratch()
+        for c in range(c0, c1):
+            n, _, _ = _chunk_index(R, OMR, OPR, CI[c], CJ[c], 0, m1, 0, m2, upper, I, J, RHO, OM,
+                                   OP, DG)
+            _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
+                          RHO[:n], OM[:n], OP[:n], DG[:n], rtol, atol, qtol, maxint, out[:n],
+                          WS, WI, WB)
+            for k in range(n):
+                ii = I[k]
+                jj = J[k]
+                C[ii, jj] = out[k, 0]
+                B[ii, jj] = out[k, 1]
+                A[ii, jj] = out[k, 2]
+                D[ii, jj] = out[k, 4]
+            if upper:
+                for k in range(n):
+                    ii = I[k]
+                    jj = J[k]
+                    AL[ii, jj] = out[k, 3]
+                    DL[ii, jj] = out[k, 5]
 
 
 #: tile of the transpose of :func:`_fill_lower` (4 arrays × 2 tiles of 32² doubles: 64 KiB)

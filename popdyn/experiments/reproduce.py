@@ -497,7 +497,8 @@ def _configs(name, seeds, teachers=None):
 
 
 def reproduce(name: str, *, seeds: int | None = None, teachers=None, store=None,
-              workers: int | None = None, progress: bool = False, run: bool = True) -> dict:
+              workers: int | None = None, progress: bool = False, run: bool = True,
+              threads: int | None = None) -> dict:
     """Run (or read back) experiment ``name`` and compare it with the paper.
 
     Parameters
@@ -513,6 +514,9 @@ def reproduce(name: str, *, seeds: int | None = None, teachers=None, store=None,
         Result store (default ``./popdyn-reproduce``); finished runs are reused.
     workers : int, optional
         Processes of the local pool (default: the sweep's default).
+    threads : int, optional
+        Kernel threads per run (:func:`popdyn.experiments.sweep.sweep`; results do not
+        depend on it).
     run : bool
         False: compute nothing, report from the runs already in the store.
 
@@ -533,7 +537,7 @@ def reproduce(name: str, *, seeds: int | None = None, teachers=None, store=None,
     keys, computed, stored, nseeds = [], 0, 0, set()
     for cfg in cfgs:
         if run:
-            res = sweep(cfg, st, workers=workers, progress=progress)
+            res = sweep(cfg, st, workers=workers, progress=progress, threads=threads)
             keys += res["keys"]
             computed += res["ran"]
             stored += res["skipped"]

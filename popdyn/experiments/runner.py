@@ -73,6 +73,7 @@ from ..diagnostics.refit import KINDS
 from ..dynamics import Schedule, TrainSettings
 from ..dynamics import train as _train
 from ..plateau import plateau, standard_plateaus
+from .. import threads as _kthreads
 from ._threads import blas_threads
 from .store import CHECKPOINT_FORMAT, SCHEMA, Store, _clean, dumps, run_key
 
@@ -314,7 +315,8 @@ def _roundtrip(records):
     return _clean(records)
 
 
-def run_one(spec: dict, store_root: str, *, _stop_after_segments: int | None = None) -> dict:
+def run_one(spec: dict, store_root: str, *, threads: int | None = None,
+            _stop_after_segments: int | None = None) -> dict:
     """Run (or resume, or skip) one run of a sweep and store it; returns a small summary dict.
 
     Safe to call in any worker process: everything it needs is in ``spec`` (plain data) and the
@@ -324,9 +326,10 @@ def run_one(spec: dict, store_root: str, *, _stop_after_segments: int | None = N
     precision contexts they use (python-flint's in :mod:`certify`, the private mpmath context
     of :mod:`popdyn.links`) are shared by the threads, and the compiled kernels hold the GIL, so
     threads would not run them in parallel anyway.  This keeps the results identical on every
-    executor (tests/popdyn/test_sweep_store.py).
+    executor (tests/popdyn/test_sweep_store.py).  ``threads``: the kernels' thread count for
+    this run (:mod:`popdyn.threads`; None: unchanged), which does not change the results.
     """
-    with _RUN_LOCK, blas_threads(1):
+    with _RUN_LOCK, blas_threads(1), _kthreads.threads(threads):
         return _run_one(spec, store_root, _stop_after_segments)
 
 

@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 
+from .. import threads as _kthreads
 from ..config import expand
 from .runner import run_one, spec_key
 from .store import Store
@@ -260,7 +261,7 @@ def _hms(s):
 
 def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None = None,
           executor: cf.Executor | None = None, progress: bool = True, timeout: float = 10.0,
-          name: str | None = None) -> dict:
+          name: str | None = None, threads: int | None = None) -> dict:
     """Run every run of ``cfg`` (teachers × settings × seeds) that the store does not hold yet.
 
     Parameters
@@ -279,6 +280,11 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
         Progress bar on stderr.
     timeout : float
         Seconds to wait for the dask scheduler.
+    threads : int, optional
+        Kernel threads per run (:mod:`popdyn.threads`; results do not depend on it).  Default:
+        ``[execution] threads`` of ``cfg``, else, for the local pool, the cores divided among
+        its workers (:func:`popdyn.threads.per_worker`: two workers on two cores run one
+        thread each, one worker all of them); other executors keep their workers' setting.
 
     Returns
     -------
@@ -293,6 +299,10 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
             raise ValueError(f"`workers` must be a positive int, got {workers!r}")
     if scheduler is not None:
         _check_address(scheduler)
+    if threads is None:
+        threads = (cfg.get("execution") or {}).get("threads")
+    if threads is not None:
+        _kthreads.check_threads(threads)
     runs = plan(cfg)                       # validates every value before anything runs
     client = None
     if scheduler is not None:              # reach the scheduler before creating anything
@@ -318,6 +328,7 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
         w = min(w, max(1, len(todo)))
         ex = own = SerialExecutor() if w == 1 else cf.ProcessPoolExecutor(
             max_workers=w, initializer=_worker_init, initargs=(os.getpid(),))
+        threads = _kthreads.per_worker(w, threads)
     results, errors = [], []
     interrupted = False
     guard = contextlib.ExitStack()
@@ -330,7 +341,7 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
             # thread show the elapsed time while one runs
             guard.callback(bar.start_ticker())
             for k, s in todo:
-                f = ex.submit(run_one, s, str(st.root))
+                f = ex.submit(run_one, s, str(st.root), threads=threads)
                 try:
                     results.append(f.result())
                 except Exception as exc:  # one failed run does not stop the others
@@ -338,7 +349,7 @@ def sweep(cfg: dict, store, *, workers: int | None = None, scheduler: str | None
                 bar.step()
             futs = {}
         else:
-            futs = {ex.submit(run_one, s, str(st.root)): (k, s) for k, s in todo}
+            futs = {ex.submit(run_one, s, str(st.root), threads=threads): (k, s) for k, s in todo}
         pending = set(futs)
         while pending:
             done, pending = cf.wait(pending, timeout=bar.every, return_when=cf.FIRST_COMPLETED)

@@ -1,0 +1,72 @@
+"""Threads of popdyn's numeric kernels.
+
+The pair moments of a biased relu / leaky-relu student (the bulk of a loss-and-gradient
+evaluation at large m) run on numba's threads: the pairs are cut into the same chunks whatever
+the thread count, each chunk is evaluated by the same code and writes its own entries, and
+nothing is summed across chunks, so a seed gives the same bits on 1, 2 or 16 threads.
+
+The count is numba's: at most ``NUMBA_NUM_THREADS`` (an environment variable read at import,
+default: the number of cores), set per process (and per calling thread) by
+:func:`set_threads` or the :func:`threads` context manager.  Sweeps choose it per worker
+(:func:`popdyn.experiments.sweep.sweep`, ``threads=``; ``[execution] threads`` in a
+configuration; ``--threads`` on the command line): by default the cores divided among the
+worker processes, so that processes × threads does not exceed the machine.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numba
+
+__all__ = ["get_threads", "max_threads", "set_threads", "threads", "per_worker"]
+
+
+def max_threads() -> int:
+    """The largest thread count of this process (``NUMBA_NUM_THREADS``)."""
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def get_threads() -> int:
+    """The kernels' current thread count in this (calling) thread."""
+    return int(numba.get_num_threads())
+
+
+def check_threads(n, what: str = "`threads`") -> int:
+    """``n`` as an int in [1, :func:`max_threads`], or ValueError naming the valid range."""
+    hi = max_threads()
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= hi:
+        raise ValueError(f"{what} must be an integer in [1, {hi}] (NUMBA_NUM_THREADS), "
+                         f"got {n!r}")
+    return n
+
+
+def set_threads(n: int) -> int:
+    """Set the kernels' thread count (1 ≤ n ≤ :func:`max_threads`); returns the previous one.
+    Results do not depend on it."""
+    n = check_threads(n)
+    prev = get_threads()
+    numba.set_num_threads(n)
+    return prev
+
+
+@contextlib.contextmanager
+def threads(n: int | None):
+    """Run the block with ``n`` kernel threads (None: unchanged), then restore the count."""
+    if n is None:
+        yield get_threads()
+        return
+    prev = set_threads(n)
+    try:
+        yield n
+    finally:
+        numba.set_num_threads(prev)
+
+
+def per_worker(workers: int, threads: int | None = None) -> int:
+    """Threads per worker process: ``threads`` if given (checked), else the cores
+    (``os.cpu_count()``, at most :func:`max_threads`) divided among ``workers``, at least 1."""
+    if threads is not None:
+        return check_threads(threads)
+    cores = min(os.cpu_count() or 1, max_threads())
+    return max(1, cores // max(1, int(workers)))
