@@ -81,11 +81,21 @@ def _act(act):
         if al == 0:
             return sig(be)
         h = be / al
-        return p * (al * mp.npdf(h) + be * mp.ncdf(h)) + q * be
+        return p * (al * mp.npdf(h) + be * _ncdf(h)) + q * be
 
     def dmean(al, be):
-        return dsig(be) if al == 0 else p * mp.ncdf(be / al) + q
+        return dsig(be) if al == 0 else p * _ncdf(be / al) + q
     return sig, dsig, mean, dmean
+
+
+def _ncdf(h):
+    """Φ(h); beyond |h| = 1e3 by the Mills-ratio series φ(h)/|h|·(1 − h⁻² + 3h⁻⁴) (next term
+    15h⁻⁶: far below 50 digits), since mpmath's erfc overflows near |h| = 1e270."""
+    if h < -1000:
+        return mp.npdf(h) / (-h) * (1 - 1 / h ** 2 + 3 / h ** 4)
+    if h > 1000:
+        return 1 - mp.npdf(h) / h * (1 - 1 / h ** 2 + 3 / h ** 4)
+    return mp.ncdf(h)
 
 
 def _teacher(link, u):
@@ -207,3 +217,7 @@ def test_far_threshold_unit_beside_zero_neuron():
     S, p, T = _build("relu", "standard", W, a, b, v, c, "relu", u, skip=False)
     ref = zero_neuron_reference("relu", "standard", W, a, b, v, c, "relu", u)
     _check(S, p, T, ref)
+    # the far threshold on the other side (b = −1, |w| = 1.4e−272: a unit that is never on)
+    W2, b2 = [[0.0, 0.0], [0.0, 1.3682548861692306e-272]], [-0.5, -1.0]
+    S, p, T = _build("relu", "standard", W2, a, b2, v, c, "h2", u, skip=False)
+    _check(S, p, T, zero_neuron_reference("relu", "standard", W2, a, b2, v, c, "h2", u))

@@ -103,7 +103,9 @@ def test_matches_scipy_subspace_angles(prob):
     assert al.a_mean == pytest.approx(np.sum(cos ** 2) / r, abs=1e-10)
     assert al.a_top == pytest.approx(np.sum((U @ Vr[:, 0]) ** 2), abs=1e-10)
     assert al.gap == pytest.approx(lam[r - 1] - lam[r], abs=1e-12)
-    assert 0 <= al.a_min <= al.a_mean <= 1
+    # A_min ≤ A_mean exactly; the two floats come from the singular values and from ‖P‖²_F,
+    # each rounded on its own, so the order holds to their rounding (r = 1: one ulp apart)
+    assert 0 <= al.a_min <= al.a_mean * (1 + 8 * np.finfo(float).eps) and al.a_mean <= 1
     # invariant under rotations of the basis of span U and under positive scaling of M
     O = np.linalg.qr(np.random.default_rng(0).standard_normal((r, r)))[0]
     al2 = alignment(3.5 * M, O @ U)
@@ -273,3 +275,21 @@ def test_a_sub_undefined_for_zero_weights():
     assert np.isnan(a_sub(np.zeros((3, 4)), np.eye(4)[:2]))
     with pytest.raises(ValueError, match="`U` must have width"):
         a_sub(np.ones((3, 4)), np.eye(5)[:2])
+
+
+def test_rank_one_a_min_and_a_mean_agree_to_rounding():
+    """r = 1: A_min = cos² from the singular value and A_mean = ‖P‖²_F are the same number
+    rounded two ways; found by the soak profile, the 3098th draw below gives A_min one ulp above
+    A_mean.  Both stay within a few ulps of cos² of scipy's subspace angle."""
+    rng = np.random.default_rng(0)
+    for _ in range(3098):
+        A = rng.standard_normal((5, 5))
+        M = A @ A.T / 5
+        u = rng.standard_normal(5)
+        u /= np.linalg.norm(u)
+    al = alignment(M, u[None, :])
+    assert al.a_min != al.a_mean                    # the case: rounded two ways
+    assert abs(al.a_min - al.a_mean) <= 4 * np.finfo(float).eps * al.a_mean
+    Vr = np.linalg.eigh(M)[1][:, -1:]
+    c2 = np.cos(sl.subspace_angles(u[:, None], Vr))[0] ** 2
+    assert al.a_min == pytest.approx(c2, rel=1e-12) and al.a_mean == pytest.approx(c2, rel=1e-12)
