@@ -142,7 +142,9 @@ def _contract_loss(fam, params, teacher, rtol):
             break
         tol = _acc.next_tolerance(tol, err, target)
         steps += 1
-    _acc.warn(f"population loss of the {getattr(fam, 'label', 'student')} student", err,
+    act = getattr(getattr(fam, "student", None), "activation", None)
+    what = str(act) if act is not None else getattr(fam, "label", "student")
+    _acc.warn(f"population loss of the {what} student", err,
               target, rtol, cap, "certify.loss gives a rigorous bracket.", stacklevel=4)
     return L, info
 
