@@ -11,7 +11,8 @@ The pair moments E[σ′_iσ′_j] of (u_i, u_j) = (w_i·x + b_i, w_j·x + b_j) 
 
 * relu: P(u_i > 0, u_j > 0) = ∫_{−h_i}^∞ φ(z) Φ((h_j + ρz)/√(1 − ρ²)) dz (h = b/|w|, mpmath
   quadrature from max(−h_i, −60), broken at 0, ±2, ±4, ±8 so that the mass of φ is never
-  missed when |h_i| is huge, as for tiny neurons); ρ = ±1 (duplicated / antiparallel rows): Φ(min(h_i, h_j)) and
+  missed when |h_i| is huge, as for tiny neurons, and at z* + k√(1 − ρ²), k = 0, ±1, ±4, ±16,
+  ±64, around the step z* = −h_j/ρ of nearly parallel rows); ρ = ±1 (duplicated / antiparallel rows): Φ(min(h_i, h_j)) and
   max(0, Φ(h_i) + Φ(h_j) − 1); zero rows: the indicator of b > 0;
 * leaky relu (slope λ = 0.1, the float64 value): σ′ = λ + (1 − λ)1{u > 0}, so
   E[σ′_iσ′_j] = λ² + λ(1 − λ)(Φ(h_i) + Φ(h_j)) + (1 − λ)² P(u_i > 0, u_j > 0);
@@ -60,8 +61,12 @@ def _orthant(wi, bi, wj, bj):
     # the Gaussian's mass sits in |z| < 60 whatever h_i is (a tiny neuron has |h_i| ~ 1e6):
     # start there and break at the points where φ changes scale
     lo = max(-hi, mp.mpf(-60))
-    pts = [lo] + [mp.mpf(t) for t in (-8, -4, -2, 0, 2, 4, 8) if t > lo] + [mp.inf]
-    return mp.quad(f, pts)
+    pts = {lo} | {mp.mpf(t) for t in (-8, -4, -2, 0, 2, 4, 8) if t > lo}
+    # nearly parallel rows (1 − ρ ~ 1e−6): the integrand steps from 0 to φ(z) over a width
+    # √(1 − ρ²) around z* = −h_j/ρ; break there at growing distances, or the rule misses it
+    zs = -hj / rho
+    pts |= {zs + k * sq for k in (-64, -16, -4, -1, 0, 1, 4, 16, 64) if lo < zs + k * sq < 60}
+    return mp.quad(f, sorted(pts) + [mp.inf])
 
 
 def _phi_h(w, b):
