@@ -702,7 +702,12 @@ def float_contract(i, seed, vals, counts, fails):
 
 # ------------------------------------------------------------------------------ one case
 def _case_dps(name):
+    """The reference's digits: ``--dps``, plus 10 for tiny neurons, plus 20 for gated teachers
+    against huge neurons (case 3804 of seed 19000: at 20 digits the arb backend's unrestricted
+    refit was 1.1e−17 off the value both backends agree on at 40 digits)."""
     dps = OPT["dps"]
+    if ":gated:huge" in name:
+        return dps + 20
     return dps + 10 if ":tiny" in name else dps
 
 
