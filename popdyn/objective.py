@@ -112,6 +112,12 @@ def _loss_atol(fam: StudentFamily, params: AnyParams, teacher: Teacher, M: Any,
     return _acc.rounding_floor(n, scale)
 
 
+def _what(fam) -> str:
+    """The student named in an AccuracyWarning: its activation, else its family's label."""
+    act = getattr(getattr(fam, "student", None), "activation", None)
+    return str(act) if act is not None else getattr(fam, "label", "student")
+
+
 def _contract_loss(fam, params, teacher, rtol):
     """(L, info) under the tolerance contract of :mod:`popdyn.accuracy`."""
     if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and 0 < rtol < 1):
@@ -142,9 +148,7 @@ def _contract_loss(fam, params, teacher, rtol):
             break
         tol = _acc.next_tolerance(tol, err, target)
         steps += 1
-    act = getattr(getattr(fam, "student", None), "activation", None)
-    what = str(act) if act is not None else getattr(fam, "label", "student")
-    _acc.warn(f"population loss of the {what} student", err,
+    _acc.warn(f"population loss of the {_what(fam)} student", err,
               target, rtol, cap, "certify.loss gives a rigorous bracket.", stacklevel=4)
     return L, info
 
@@ -287,10 +291,8 @@ def _contract_grad(fam, params, teacher, rtol, with_loss):
         prev = worst
         tol = _acc.next_tolerance(tol, worst, 1.0)
         steps += 1
-    what = getattr(fam, "label", "student")
+    what = _what(fam)
     act = getattr(getattr(fam, "student", None), "activation", None)
-    if act is not None:
-        what = str(act)
     if not ok:
         bad = [k for k, v in blocks.items() if not v[0] <= v[2]]
         k = bad[0]

@@ -39,8 +39,8 @@ from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
 from .mehler import pl_link_sums
 from .pl_batch import _list_scratch, _moments_list
-from .pl_chunks import _chunk_index, pl_pair_moments_ws, pl_self_moments_ws
-from .pl_front import _CHUNK, _unit_array
+from .pl_chunks import _chunk_arrays, _chunk_index, pl_pair_moments_ws, pl_self_moments_ws
+from .pl_front import _unit_array
 from .pl_pair import pl_first_moments_units, pl_units
 from .pl_ramps import ATOL, MAXINT, QTOL, RTOL
 
@@ -540,13 +540,7 @@ def _loss_grad_tiled(p, q, s, a, W, b, c, bias, intercept,
     T1[:, :] = 0.0
     free = _ac.bias_free(be, al, be, al)
     UA = _unit_array(U, pv, qv, al, be)
-    I = np.empty(_CHUNK, np.int64)
-    J = np.empty(_CHUNK, np.int64)
-    RHO = np.empty(_CHUNK)
-    OM = np.empty(_CHUNK)
-    OP = np.empty(_CHUNK)
-    DG = np.empty(_CHUNK, np.bool_)
-    out = np.empty((_CHUNK, 6))
+    I, J, RHO, OM, OP, DG, out = _chunk_arrays()
     for i0 in range(0, m, T):
         i1 = min(i0 + T, m)
         ni = i1 - i0

@@ -65,44 +65,16 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
     m2 = al2.shape[0]
     if m1 == 0 or m2 == 0:
         return
-    npairs = m1 * (m1 + 1) // 2 if upper else m1 * m2
-    nch = (npairs + _CHUNK - 1) // _CHUNK
-    ng = min(_PAR_GROUPS, nch // _PAR_MIN_CHUNKS)
+    CI, CJ = _chunk_starts(m1, m2, upper)
+    ng = min(_PAR_GROUPS, CI.shape[0] // _PAR_MIN_CHUNKS)
     if ng >= 2:
         _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
-                             rtol, atol, qtol, maxint, C, B, A, D, AL, DL, ng)
-        if upper:
-            _fill_lower(C, B, A, D, AL, DL)
-        return
-    UA1 = _unit_array(U1, p1, q1, al1, be1)
-    UA2 = _unit_array(U2, p2, q2, al2, be2)
-    I = np.empty(_CHUNK, np.int64)
-    J = np.empty(_CHUNK, np.int64)
-    RHO = np.empty(_CHUNK)
-    OM = np.empty(_CHUNK)
-    OP = np.empty(_CHUNK)
-    DG = np.empty(_CHUNK, np.bool_)
-    out = np.empty((_CHUNK, 6))
-    i = 0
-    j = 0
-    while i < m1:
-        n, i, j = _chunk_index(R, OMR, OPR, i, j, 0, m1, 0, m2, upper, I, J, RHO, OM, OP, DG)
-        _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
-                      RHO[:n], OM[:n], OP[:n], DG[:n], rtol, atol, qtol, maxint, out[:n],
-                      WS, WI, WB)
-        for k in range(n):
-            ii = I[k]
-            jj = J[k]
-            C[ii, jj] = out[k, 0]
-            B[ii, jj] = out[k, 1]
-            A[ii, jj] = out[k, 2]
-            D[ii, jj] = out[k, 4]
-        if upper:
-            for k in range(n):
-                ii = I[k]
-                jj = J[k]
-                AL[ii, jj] = out[k, 3]
-                DL[ii, jj] = out[k, 5]
+                             rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, ng)
+    else:
+        _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2,
+                    _unit_array(U1, p1, q1, al1, be1), _unit_array(U2, p2, q2, al2, be2),
+                    R, OMR, OPR, upper, rtol, atol, qtol, maxint, C, B, A, D, AL, DL,
+                    CI, CJ, 0, CI.shape[0], WS, WI, WB)
     if upper:
         _fill_lower(C, B, A, D, AL, DL)
 
@@ -137,50 +109,60 @@ def _chunk_starts(m1, m2, upper):
     return CI, CJ
 
 
-@jit(parallel=True, nogil=True)
-def _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
-                         rtol, atol, qtol, maxint, C, B, A, D, AL, DL, ng):
-    """The chunks of :func:`_moments_chunked` (the same pairs, evaluated by the same code) in
-    ``ng`` contiguous groups run by ``prange`` on numba's threads, each group with its own
-    scratch.  Every output entry is written by exactly one chunk and nothing is summed across
-    chunks, so the results are the same bits on any number of threads.  The caller fills the
-    lower triangles (``upper``)."""
+@jit
+def _chunk_arrays():
+    """The per-chunk pair lists (I, J, ρ, 1 − ρ, 1 + ρ, diagonal flags) and results of
+    :func:`pl_batch._moments_list` for chunks of at most :data:`pl_front._CHUNK` pairs."""
+    return (np.empty(_CHUNK, np.int64), np.empty(_CHUNK, np.int64), np.empty(_CHUNK),
+            np.empty(_CHUNK), np.empty(_CHUNK), np.empty(_CHUNK, np.bool_),
+            np.empty((_CHUNK, 6)))
+
+
+@jit
+def _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, R, OMR, OPR, upper,
+                rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, c0, c1, WS, WI, WB):
+    """Chunks c0 ≤ c < c1 (starts CI, CJ of :func:`_chunk_starts`), each evaluated by
+    :func:`pl_batch._moments_list` and scattered into C, B, A, D (with ``upper`` also A_ji, D_ji
+    into AL, DL at (i, j)), with the scratch WS, WI, WB."""
     m1 = al1.shape[0]
     m2 = al2.shape[0]
-    UA1 = _unit_array(U1, p1, q1, al1, be1)
-    UA2 = _unit_array(U2, p2, q2, al2, be2)
-    CI, CJ = _chunk_starts(m1, m2, upper)
-    nch = CI.shape[0]
-    for g in prange(ng):
-        c0 = (g * nch) // ng
-        c1 = ((g + 1) * nch) // ng
-        I = np.empty(_CHUNK, np.int64)
-        J = np.empty(_CHUNK, np.int64)
-        RHO = np.empty(_CHUNK)
-        OM = np.empty(_CHUNK)
-        OP = np.empty(_CHUNK)
-        DG = np.empty(_CHUNK, np.bool_)
-        out = np.empty((_CHUNK, 6))
-        WS, WI, WB = _list_scratch()
-        for c in range(c0, c1):
-            n, _, _ = _chunk_index(R, OMR, OPR, CI[c], CJ[c], 0, m1, 0, m2, upper, I, J, RHO, OM,
-                                   OP, DG)
-            _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
-                          RHO[:n], OM[:n], OP[:n], DG[:n], rtol, atol, qtol, maxint, out[:n],
-                          WS, WI, WB)
+    I, J, RHO, OM, OP, DG, out = _chunk_arrays()
+    for c in range(c0, c1):
+        n, _, _ = _chunk_index(R, OMR, OPR, CI[c], CJ[c], 0, m1, 0, m2, upper, I, J, RHO, OM,
+                               OP, DG)
+        _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
+                      RHO[:n], OM[:n], OP[:n], DG[:n], rtol, atol, qtol, maxint, out[:n],
+                      WS, WI, WB)
+        for k in range(n):
+            ii = I[k]
+            jj = J[k]
+            C[ii, jj] = out[k, 0]
+            B[ii, jj] = out[k, 1]
+            A[ii, jj] = out[k, 2]
+            D[ii, jj] = out[k, 4]
+        if upper:
             for k in range(n):
                 ii = I[k]
                 jj = J[k]
-                C[ii, jj] = out[k, 0]
-                B[ii, jj] = out[k, 1]
-                A[ii, jj] = out[k, 2]
-                D[ii, jj] = out[k, 4]
-            if upper:
-                for k in range(n):
-                    ii = I[k]
-                    jj = J[k]
-                    AL[ii, jj] = out[k, 3]
-                    DL[ii, jj] = out[k, 5]
+                AL[ii, jj] = out[k, 3]
+                DL[ii, jj] = out[k, 5]
+
+
+@jit(parallel=True, nogil=True)
+def _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
+                         rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, ng):
+    """The chunks of :func:`_moments_chunked` (the same pairs, evaluated by the same code,
+    :func:`_run_chunks`) in ``ng`` contiguous groups run by ``prange`` on numba's threads, each
+    group with its own scratch.  Every output entry is written by exactly one chunk and nothing
+    is summed across chunks, so the results are the same bits on any number of threads."""
+    UA1 = _unit_array(U1, p1, q1, al1, be1)
+    UA2 = _unit_array(U2, p2, q2, al2, be2)
+    nch = CI.shape[0]
+    for g in prange(ng):
+        WS, WI, WB = _list_scratch()
+        _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, R, OMR, OPR, upper,
+                    rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, (g * nch) // ng,
+                    ((g + 1) * nch) // ng, WS, WI, WB)
 
 
 #: tile of the transpose of :func:`_fill_lower` (4 arrays × 2 tiles of 32² doubles: 64 KiB)
