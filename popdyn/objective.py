@@ -112,7 +112,7 @@ def _loss_atol(fam: StudentFamily, params: AnyParams, teacher: Teacher, M: Any,
     return _acc.rounding_floor(n, scale)
 
 
-def _what(fam) -> str:
+def _what(fam: StudentFamily) -> str:
     """The student named in an AccuracyWarning: its activation, else its family's label."""
     act = getattr(getattr(fam, "student", None), "activation", None)
     return str(act) if act is not None else getattr(fam, "label", "student")
