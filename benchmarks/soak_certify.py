@@ -5,6 +5,7 @@ Usage: python benchmarks/soak_certify.py [--cases N] [--start K] [--seed S] [--w
        [--reference arb|mpmath] [--state PATH] [--dps D] [--rule trapezoid|quad]
        [--family ridge|skip|swiglu_gated|all] [--smooth-nets] [--recheck-every K]
        [--recheck-timeout SEC] [--float-timeout SEC] [--with-hypothesis]
+       [--only ridge|skip|swiglu_gated]
 
 The full soak (measured on cases 0–129 of seed 19000 at ``--family all``: 1.53 CPU-s a case —
 reference 0.59, certify 0.53, float side 0.10, mpmath re-checks 0.31 — so about 2.1 hours for
@@ -1060,6 +1061,9 @@ def main(argv=None):
     ap.add_argument("--rule", choices=("trapezoid", "quad"), default="trapezoid",
                     help="mpmath reference rule for pairs of two tanh / silu functions")
     ap.add_argument("--family", choices=FAMILIES + ("all",), default="all")
+    ap.add_argument("--only", choices=FAMILIES, default=None,
+                    help="with --family all: run only the cases of this family (the same cases "
+                         "as in the full mix: a re-soak after a change to one family's code)")
     ap.add_argument("--smooth-nets", action="store_true",
                     help="network teachers of tanh, silu, gelu, erf units (cycling), not tanh only")
     ap.add_argument("--recheck-every", type=int, default=40)
@@ -1072,11 +1076,12 @@ def main(argv=None):
     opt = {"dps": args.dps, "rule": args.rule, "smooth_nets": args.smooth_nets,
            "family": args.family, "reference": args.reference,
            "recheck_every": args.recheck_every, "recheck_timeout": args.recheck_timeout,
-           "float_timeout": args.float_timeout}
+           "float_timeout": args.float_timeout, "only": args.only}
     OPT.update(opt)
     mp.mp.dps = 60
     # what defines the cases and their verdicts (the time limits do not)
-    key = {"seed": args.seed, **{k: v for k, v in opt.items() if not k.endswith("timeout")}}
+    key = {"seed": args.seed, **{k: v for k, v in opt.items() if not k.endswith("timeout")
+                                 and not (k == "only" and v is None)}}
     state = {"args": key, "cases": {}, "wall_s": 0.0}
     if args.state and os.path.exists(args.state):
         with open(args.state) as fh:
@@ -1086,7 +1091,10 @@ def main(argv=None):
                      "use another --state or the same arguments")
         state = old
         print(f"resuming: {len(state['cases'])} cases done", flush=True)
-    todo = [i for i in range(args.start, args.start + args.cases) if str(i) not in state["cases"]]
+    if args.only and args.family != "all":
+        sys.exit("--only selects cases of the full mix: use it with --family all")
+    todo = [i for i in range(args.start, args.start + args.cases) if str(i) not in state["cases"]
+            and (args.only is None or FAMILIES[i % 3] == args.only)]
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
