@@ -52,6 +52,12 @@ coefficient noise level it is itself the estimate.  As a safety net, the Parseva
 ``T = E[sigma^2] - sum_{n<=N} c_n^2`` replaces ``t2`` when it exceeds ``t2`` by more than its
 own rounding floor ``4 (N+2) u E[sigma^2]`` (``T`` is a difference of O(1) numbers and cannot
 resolve tails below ~``1e-16 E[sigma^2]``; that is why the block estimate is primary).
+The order is chosen with these estimates; the tails stored with the final rows (what the error
+estimates of every moment use) are then capped by the Parseval difference itself, summed
+exactly and widened by what its inputs may be off by (:func:`_parseval_cap`): where the tail is
+resolved above the coefficients' errors this measures it instead of extrapolating it, and the
+block estimate's overshoot of geometric decay (10²–10⁵ at large weights) no longer reaches the
+error estimates.
 A row is ``converged`` when the tails of ``S`` and ``Dd`` satisfy ``t2 <= rtol * E`` (energy of
 the sequence), i.e. ``sqrt(t2_i t2_j) <= rtol sqrt(E_i E_j)``: the truncation error of ``C`` and
 ``B`` at ``|rho| <= 1`` is then at most ``rtol`` relative to the Cauchy-Schwarz scale
@@ -508,11 +514,34 @@ def _smooth_coefficients(code, al, be, rtol, nmin, nmax, L, nfloor=0):
                 sup = max(sup, float(drop.max()))
                 l1 = l1 + float(drop.sum())
             out[s][i] = C[:Nf + 1]
+            cap = _parseval_cap(out[s][i], E_i[s], nu_i[s])
+            if cap < t2:
+                t2, sup = cap, min(sup, math.sqrt(cap))
             tails[s][0][i], tails[s][1][i], tails[s][2][i], tails[s][3][i] = t2, sup, l1, nu_i[s]
     st = {"t2": "estimate", "sup": "estimate", "l1": "estimate", "err": "estimate"}
     T = [Tails(*tails[s], status=dict(st)) for s in range(3)]
     return UnitCoefficients(out[0], out[1], out[2], Nf, T[0], T[1], T[2], energy, conv,
                             "smooth", code, None, None, al, be, rtol)
+
+
+def _parseval_cap(c, E, nu):
+    """An upper estimate of the tail Σ_{n>N} c_n² of a smooth row from Parseval's identity:
+    T = E[f²] − Σ_{n≤N} c_n² (the sum exactly rounded, :func:`math.fsum`) plus what T's inputs
+    may be off by — 2‖c‖₂‖δc‖₂ + ‖δc‖₂² for coefficient errors δc, with the row's error scale
+    ``nu`` read as ‖δc‖₂ (as the gradient's error estimates read it), ν·√E for the rule's error
+    in E, and the rss rounding 4√(N+1)·u·E of the energy's sum.
+
+    The block estimates of :func:`_block_tails` extrapolate the decay of the last blocks and
+    overshoot geometric decay by 10²–10⁵ (the next dyadic block decays like the square of the
+    last ratio); where the tail is resolved above these uncertainties T measures it directly.
+    The order of the series is still chosen by the block estimates: only the error estimates of
+    the final rows are capped (inf when E is not finite)."""
+    if not (math.isfinite(E) and math.isfinite(nu)):
+        return math.inf
+    N = c.shape[0] - 1
+    T = E - math.fsum((c * c).tolist())
+    rE = math.sqrt(max(E, 0.0))
+    return max(T, 0.0) + 8.0 * nu * rE + nu * nu + 4.0 * math.sqrt(N + 1.0) * _U * E
 
 
 def _trim(c, t2N, target):

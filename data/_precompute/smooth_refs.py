@@ -71,6 +71,15 @@ def cases(slow: bool = False):
     out.append(("gelu_w8", "gelu", {
         "W": [[4.8, 6.4], [6.4, -4.8]], "b": [0.26, -0.36], "a": [0.9, -0.6], "c": 0.05,
         "teacher": h2}))
+    # an erf student with a huge unit (|w| = 9.35, far from the others) against the abs link:
+    # case 5388 of the certify soak (seed 19000); its loss at rtol 1e−12 is exact to 5e−15
+    out.append(("erf_huge_abs", "erf", {
+        "W": [[-9.165894276603346, -1.863970648577024], [-0.8879865315237047, -0.4294771601315708],
+              [0.2488513183781223, 0.03668667644549469]],
+        "b": [-5.375620303673453, 4.19421367558165, 2.390121814748714],
+        "a": [0.6467144710469961, 1.75645044763229, 0.4568412178267281], "c": -0.07825767482471703,
+        "teacher": {"kind": "additive", "link": "abs",
+                    "U": [[0.38582011811454886, -0.9225740276303445]], "kappa": [1.0]}}))
     for act in ("tanh", "silu"):
         out.append((f"{act}_degenerate", act, {
             "W": [[0.9, -0.4], [0.9, -0.4], [-0.9, 0.4], [0.0, 0.0]], "b": [0.26, -0.36, 0.1, 0.3],
