@@ -634,7 +634,7 @@ def _internal_tails(t, m: int) -> "Tails":
 
 
 def mehler_moment_internal(cx_seq, cy_seq, tails_x, tails_y, R, want_error: bool = True,
-                           rss: bool = False):
+                           rss: bool = False, trunc_cap=None):
     """:func:`mehler_moment` without the input checks, for internal callers.
 
     The inputs must come from :func:`unit_coefficients` / the link tables (finite float64
@@ -644,17 +644,18 @@ def mehler_moment_internal(cx_seq, cy_seq, tails_x, tails_y, R, want_error: bool
     the error is the root-sum-square estimate 4√(N+1)·u·Σ|X_nY_n|rⁿ of the Horner sum instead
     of the worst-case bound 4(N+1)·u·Σ|X_nY_n|rⁿ (at N in the thousands the bound exceeds the
     rounding actually made by √N, and it grows with every refinement of the order); the
-    truncation and coefficient terms are unchanged.
+    truncation and coefficient terms are unchanged.  ``trunc_cap`` (with ``rss``): an (m1, m2)
+    array of sharper truncation estimates; the truncation term is the smaller of the two.
     """
     X = np.ascontiguousarray(cx_seq, dtype=np.float64)
     Y = X if cy_seq is cx_seq else np.ascontiguousarray(cy_seq, dtype=np.float64)
     R = np.clip(np.asarray(R, dtype=np.float64), -1.0, 1.0)
     tx = _internal_tails(tails_x, X.shape[0])
     ty = tx if (tails_y is tails_x and cy_seq is cx_seq) else _internal_tails(tails_y, Y.shape[0])
-    return _mehler_core(cx_seq is cy_seq, X, Y, tx, ty, R, want_error, rss)
+    return _mehler_core(cx_seq is cy_seq, X, Y, tx, ty, R, want_error, rss, trunc_cap)
 
 
-def _mehler_core(same, X, Y, tx, ty, R, want_error, rss=False):
+def _mehler_core(same, X, Y, tx, ty, R, want_error, rss=False, trunc_cap=None):
     Nc = min(X.shape[1], Y.shape[1]) - 1
     if X.shape[1] - 1 > Nc:
         tx = tx.extend(X, Nc)
@@ -672,11 +673,11 @@ def _mehler_core(same, X, Y, tx, ty, R, want_error, rss=False):
     err = np.empty(R.shape)
     _km.mehler_error(X, Y, R, tx.t2, tx.sup, tx.l1, tx.err, ty.t2, ty.sup, ty.l1, ty.err, err)
     if rss and Nc > 0:
-        err = _rss_error(X, Y, R, tx, ty, err, Nc)
+        err = _rss_error(X, Y, R, tx, ty, err, Nc, trunc_cap)
     return val, err
 
 
-def _rss_error(X, Y, R, tx, ty, err, Nc):
+def _rss_error(X, Y, R, tx, ty, err, Nc, trunc_cap=None):
     """The ``rss`` form of the error estimate ``err`` of :func:`mehler_error` (same truncation
     term): Horner's rounding as its root-sum-square size 4√(N+1)·u·Σ|X_nY_n|rⁿ, and the
     coefficient errors by Cauchy–Schwarz, |Σ (δX_n Y_n + X_n δY_n + δX_n δY_n) ρⁿ| ≤
@@ -691,6 +692,8 @@ def _rss_error(X, Y, R, tx, ty, err, Nc):
     cr = np.empty(R.shape)                      # entrywise coefficient term + rounding
     _km.mehler_error(X, Y, R, zx, zx, zx, tx.err, zy, zy, zy, ty.err, cr)
     trunc = np.maximum(err - cr, 0.0)
+    if trunc_cap is not None:
+        trunc = np.minimum(trunc, trunc_cap)
     R2 = R * R
     sx2 = np.empty(R.shape)
     sy2 = np.empty(R.shape)

@@ -20,6 +20,7 @@ for (values, derivative moments of the gradient, error estimates).
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -263,11 +264,12 @@ def pl_vs_link_hermite(su, tu, rtol, grad: bool = True, errors: bool = True):
     return Ct, Bt, At, Dt, err, N
 
 
-def _cross_from(uc, S, tS, Dd, tD, R, errors=None):
+def _cross_from(uc, S, tS, Dd, tD, R, errors=None, cap=None):
     """(Ct, Bt, At, Dt, errCt) of the coefficient rows ``uc`` against (S, Dd); with a dict
-    ``errors`` its entries "Bt", "At", "Dt" receive the error estimates of those moments."""
+    ``errors`` its entries "Bt", "At", "Dt" receive the error estimates of those moments;
+    ``cap``: a sharper truncation estimate of Ct (:func:`_link_block_trunc`)."""
     e = errors is not None
-    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R, True, True)
+    Ct, eC = mehler_moment(uc.S, S, uc.tails_S, tS, R, True, True, cap)
     Dt, eD = mehler_moment(uc.Dd, S, uc.tails_Dd, tS, R, e, e)
     At, eA = mehler_moment(uc.Dd2, S, uc.tails_Dd2, tS, R, e, e)
     Bt, eB = mehler_moment(uc.Dd, Dd, uc.tails_Dd, tD, R, e, e)
@@ -309,7 +311,63 @@ def hermite_cross(su, tu, rtol, errors=None):
         S, tS, Dd, tD = ut.S, ut.tails_S, ut.Dd, ut.tails_Dd
     if us is None:
         us = _coeffs(su, N, rtol)
-    return _cross_from(us, S, tS, Dd, tD, R, errors) + (N,)
+    cap = _link_block_trunc(us, tu.link, R) if tu.kind == "link" and su.kind == "smooth" \
+        else None
+    return _cross_from(us, S, tS, Dd, tD, R, errors, cap) + (N,)
+
+
+#: blocks of the smooth side's tail in :func:`_link_block_trunc`
+_TRUNC_BLOCKS = 8
+
+
+def _link_block_trunc(uc, g, R):
+    """A sharper estimate of the truncation error |Σ_{n>N} X_in Y_n ρ_ijⁿ| of a smooth unit
+    row X against an additive link Y (``None`` where it does not apply).
+
+    The plain estimate √(t2_X t2_Y)·|ρ|^{N+1} pairs the whole tail of X with the whole tail of
+    Y.  A smooth row's tail is concentrated just past N (its coefficients decay geometrically
+    there), while a piecewise-linear link's tail (relu: Y_n² ~ n^{−5/2}) is spread over orders far
+    beyond N, so the two tails meet only in their first blocks.  Here the tail of X is split into
+    blocks of w = max(8, N/16) orders, its mass t2_X distributed as t2_X(1 − Q)Q^k with Q the
+    ratio of X's last two w-blocks of coefficients (the measured decay), and Cauchy–Schwarz is
+    applied per block against the link's own block masses (its coefficients to order
+    N + 8w, exact, and its Parseval tail beyond); the sum is doubled for the decay that slows
+    down past N (exp(−τ√n) tails).  Rows whose last blocks are at the coefficients' noise level
+    or do not decrease, and links whose tabulated Hermite part ends before N + 8w, keep the
+    plain estimate (``inf`` in the returned array)."""
+    X = uc.S
+    m, n1 = X.shape
+    N = n1 - 1
+    w = max(8, N // 16)
+    K = _TRUNC_BLOCKS
+    N2 = N + K * w
+    if N < 2 * w or (not g.is_polynomial and N2 > g.N_tab):
+        return None
+    y = g.coefficients_full(N2)
+    y2 = y * y
+    yb = y2[N + 1:].reshape(K, w).sum(axis=1)
+    E2 = float(g.second_moment)
+    ytail = max(E2 - math.fsum(y2.tolist()), 0.0) + 8.0 * math.sqrt(N2 + 1.0) * 2.0 ** -53 * E2
+    t2x = np.asarray(uc.tails_S.t2, dtype=float)
+    nu = np.asarray(uc.tails_S.err, dtype=float)
+    Bl = np.sum(X[:, N - w + 1:] ** 2, axis=1)
+    Be = np.sum(X[:, N - 2 * w + 1:N - w + 1] ** 2, axis=1)
+    out = np.full(R.shape, np.inf)
+    ar = np.abs(R)
+    k = np.arange(K)
+    for i in range(m):
+        if not (np.isfinite(t2x[i]) and Be[i] > 0.0 and Bl[i] < Be[i]
+                and Bl[i] > w * (3.0 * nu[i]) ** 2):
+            continue
+        Q = Bl[i] / Be[i]
+        xk = t2x[i] * (1.0 - Q) * Q ** k
+        xr = t2x[i] * Q ** K
+        r = ar[i][:, None]
+        with np.errstate(under="ignore"):
+            s = np.sum(r ** (N + 1 + k * w) * np.sqrt(xk * yb), axis=1)
+            s += ar[i] ** (N + 1 + K * w) * math.sqrt(xr * ytail)
+        out[i] = 2.0 * s
+    return out
 
 
 @dataclass

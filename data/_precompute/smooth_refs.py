@@ -80,6 +80,15 @@ def cases(slow: bool = False):
         "a": [0.6467144710469961, 1.75645044763229, 0.4568412178267281], "c": -0.07825767482471703,
         "teacher": {"kind": "additive", "link": "abs",
                     "U": [[0.38582011811454886, -0.9225740276303445]], "kappa": [1.0]}}))
+    # the same against a unit nearly antiparallel to the link's direction (ρ = −1 + 9e−8):
+    # case 8577 of the soak; the series' truncation meets the link's slowly decaying tail
+    out.append(("erf_huge_abs_antiparallel", "erf", {
+        "W": [[-6.62888927729148, 5.1243990178689725], [0.14085636903124496, 1.538198124504182],
+              [0.5926255024572039, 0.6875396218975935]],
+        "b": [-8.784546914518572, 1.4927808111366323, -0.6270036177065529],
+        "a": [-2.465931389420942, -1.497819972289493, 1.172721192948485], "c": -0.20329079400443892,
+        "teacher": {"kind": "additive", "link": "abs",
+                    "U": [[0.7909050870092127, -0.6119388395444023]], "kappa": [1.0]}}))
     for act in ("tanh", "silu"):
         out.append((f"{act}_degenerate", act, {
             "W": [[0.9, -0.4], [0.9, -0.4], [-0.9, 0.4], [0.0, 0.0]], "b": [0.26, -0.36, 0.1, 0.3],
