@@ -33,13 +33,15 @@ import math
 from collections import namedtuple
 
 import numpy as np
+from numba import prange
 
 from . import arccos as _ac
 from ._jit import jit
 from .geometry import pair_geometry, pair_geometry_self
 from .mehler import pl_link_sums
 from .pl_batch import _list_scratch, _moments_list
-from .pl_chunks import _chunk_arrays, _chunk_index, pl_pair_moments_ws, pl_self_moments_ws
+from .pl_chunks import (_PAR_GROUPS, _PAR_MIN_CHUNKS, _chunk_arrays, _chunk_index,
+                        _chunk_starts, pl_pair_moments_ws, pl_self_moments_ws)
 from .pl_front import _unit_array
 from .pl_pair import pl_first_moments_units, pl_units
 from .pl_ramps import ATOL, MAXINT, QTOL, RTOL
@@ -421,11 +423,47 @@ def _tile_moments(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, 
     """C, B, A, D of the block (i0:i1) × (j0:j1) of one PL set with itself and the transposed
     AL[i, j] = A_ji, DL[i, j] = D_ji, one evaluation per pair (the batched evaluator
     :func:`popdyn._kernels.plmoments._moments_list` of ``pl_self_moments``, on chunks of
-    pairs); a diagonal block fills the upper triangle i ≤ j only (:func:`_mirror`)."""
-    i = i0
-    j = j0
-    while i < i1:
-        n, i, j = _chunk_index(R, OMR, OPR, i, j, i0, i1, j0, j1, i0 == j0,
+    pairs); a diagonal block fills the upper triangle i ≤ j only (:func:`_mirror`).
+
+    The chunks are those of the block's row-by-row walk (:func:`pl_chunks._chunk_starts`);
+    with enough of them they run in parallel groups (:func:`_tile_moments_par`, the grouping
+    of :func:`pl_chunks._moments_chunked`), else here with the caller's scratch.  Each pair is
+    evaluated by the same code whatever its chunk or group, so the bits do not depend on the
+    number of threads."""
+    CI, CJ = _chunk_starts(i1 - i0, j1 - j0, i0 == j0)
+    CI += i0
+    CJ += j0
+    nch = CI.shape[0]
+    ng = min(_PAR_GROUPS, nch // _PAR_MIN_CHUNKS)
+    if ng >= 2:
+        _tile_moments_par(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
+                          CI, CJ, ng)
+    else:
+        _tile_chunks(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
+                     CI, CJ, 0, nch, I, J, RHO, OM, OP, DG, out, WS, WI, WB)
+
+
+@jit(parallel=True, nogil=True)
+def _tile_moments_par(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
+                      CI, CJ, ng):
+    """The chunks of :func:`_tile_moments` in ``ng`` contiguous groups run by ``prange``, each
+    group with its own pair lists and scratch; every output entry is written by one chunk."""
+    nch = CI.shape[0]
+    for g in prange(ng):
+        WS, WI, WB = _list_scratch()
+        I, J, RHO, OM, OP, DG, out = _chunk_arrays()
+        _tile_chunks(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
+                     CI, CJ, (g * nch) // ng, ((g + 1) * nch) // ng, I, J, RHO, OM, OP, DG, out,
+                     WS, WI, WB)
+
+
+@jit
+def _tile_chunks(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
+                 CI, CJ, c0, c1, I, J, RHO, OM, OP, DG, out, WS, WI, WB):
+    """Chunks c0 ≤ c < c1 of :func:`_tile_moments` (first pairs CI, CJ, unit indices),
+    evaluated and scattered into the block's arrays at (i − i0, j − j0)."""
+    for c in range(c0, c1):
+        n, _, _ = _chunk_index(R, OMR, OPR, CI[c], CJ[c], i0, i1, j0, j1, i0 == j0,
                                I, J, RHO, OM, OP, DG)
         _moments_list(U, p, q, al, be, U, p, q, al, be, UA, UA, I[:n], J[:n],
                       RHO[:n], OM[:n], OP[:n], DG[:n], RTOL, ATOL, QTOL, MAXINT, out[:n],

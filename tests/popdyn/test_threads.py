@@ -110,7 +110,10 @@ def test_loss_and_grad_same_bits_on_any_thread_count():
     S = popdyn.Student(d=d, m=m, activation="relu")
     p = popdyn.Params(rng.standard_normal(m), rng.standard_normal((m, d)) / np.sqrt(d),
                       0.5 * rng.standard_normal(m), 0.0)
-    Tt = popdyn.Teacher.additive("relu", np.eye(d)[:2])
+    _same_bits_on_1_and_all_threads(S, p, popdyn.Teacher.additive("relu", np.eye(d)[:2]))
+
+
+def _same_bits_on_1_and_all_threads(S, p, Tt):
     res = []
     for n in sorted({1, T.max_threads()}):
         with T.threads(n):
@@ -119,6 +122,51 @@ def test_loss_and_grad_same_bits_on_any_thread_count():
     assert res[0][0] == res[-1][0]
     for X, Y in zip(res[0][1:], res[-1][1:]):
         assert np.array_equal(X, Y)
+
+
+def test_tiled_loss_and_grad_same_bits_on_any_thread_count(monkeypatch):
+    """The tiled evaluation (more units than the tile): each 128-unit tile's pairs run in
+    parallel groups of chunks; the results are the same bits on 1 and on every core, and the
+    tile moments equal the serial walk's."""
+    from popdyn._kernels import fused as fk
+    monkeypatch.setattr(fk, "TILE", 128)
+    rng = np.random.default_rng(3)
+    d, m = 8, 300
+    S = popdyn.Student(d=d, m=m, activation="relu")
+    p = popdyn.Params(rng.standard_normal(m), rng.standard_normal((m, d)) / np.sqrt(d),
+                      0.5 * rng.standard_normal(m), 0.0)
+    assert fk.tile_for(m) == 128
+    _same_bits_on_1_and_all_threads(S, p, popdyn.Teacher.additive("h3", np.eye(d)[:2]))
+    # one off-diagonal tile in parallel groups against the serial chunk walk
+    from popdyn._kernels.pl_chunks import _chunk_arrays
+    from popdyn._kernels.pl_pair import pl_units
+    from popdyn._kernels.pl_batch import _list_scratch
+    from popdyn._kernels.pl_front import _unit_array
+    W, b = p.W, p.b
+    al = np.linalg.norm(W, axis=1)
+    th = W / al[:, None]
+    pv, qv = np.ones(m), np.zeros(m)
+    U = pl_units(pv, qv, al, b)
+    UA = _unit_array(U, pv, qv, al, b)
+    i0, i1, j0, j1 = 0, 128, 128, 256
+    R = th[i0:i1] @ th[j0:j1].T
+    OMR = 0.5 * ((th[i0:i1, None, :] - th[None, j0:j1, :]) ** 2).sum(-1)
+    OPR = 0.5 * ((th[i0:i1, None, :] + th[None, j0:j1, :]) ** 2).sum(-1)
+    outs = []
+    for par in (True, False):
+        arrs = [np.full((128, 128), np.nan) for _ in range(6)]
+        CI, CJ = _chunk_starts(128, 128, False)
+        CI += i0
+        CJ += j0
+        if par:
+            fk._tile_moments_par(U, pv, qv, al, b, UA, i0, i1, j0, j1, R, OMR, OPR, *arrs,
+                                 CI, CJ, 4)
+        else:
+            fk._tile_chunks(U, pv, qv, al, b, UA, i0, i1, j0, j1, R, OMR, OPR, *arrs, CI, CJ, 0,
+                            CI.shape[0], *_chunk_arrays(), *_list_scratch())
+        outs.append(arrs)
+    for X, Y in zip(*outs):
+        assert np.all(np.isfinite(X)) and np.array_equal(X, Y)
 
 
 def _job(seed):
