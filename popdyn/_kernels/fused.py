@@ -440,29 +440,29 @@ def _tile_moments(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, 
                           CI, CJ, ng)
     else:
         _tile_chunks(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
-                     CI, CJ, 0, nch, I, J, RHO, OM, OP, DG, out, WS, WI, WB)
+                     CI, CJ, 0, nch, 1, I, J, RHO, OM, OP, DG, out, WS, WI, WB)
 
 
 @jit(parallel=True, nogil=True)
 def _tile_moments_par(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
                       CI, CJ, ng):
-    """The chunks of :func:`_tile_moments` in ``ng`` contiguous groups run by ``prange``, each
-    group with its own pair lists and scratch; every output entry is written by one chunk."""
+    """The chunks of :func:`_tile_moments` in ``ng`` interleaved groups run by ``prange`` (as
+    :func:`pl_chunks._moments_chunked_par`), each group with its own pair lists and scratch;
+    every output entry is written by one chunk."""
     nch = CI.shape[0]
     for g in prange(ng):
         WS, WI, WB = _list_scratch()
         I, J, RHO, OM, OP, DG, out = _chunk_arrays()
         _tile_chunks(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
-                     CI, CJ, (g * nch) // ng, ((g + 1) * nch) // ng, I, J, RHO, OM, OP, DG, out,
-                     WS, WI, WB)
+                     CI, CJ, g, nch, ng, I, J, RHO, OM, OP, DG, out, WS, WI, WB)
 
 
 @jit
 def _tile_chunks(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL,
-                 CI, CJ, c0, c1, I, J, RHO, OM, OP, DG, out, WS, WI, WB):
-    """Chunks c0 ≤ c < c1 of :func:`_tile_moments` (first pairs CI, CJ, unit indices),
+                 CI, CJ, c0, c1, cs, I, J, RHO, OM, OP, DG, out, WS, WI, WB):
+    """Chunks c = c0, c0 + cs, … < c1 of :func:`_tile_moments` (first pairs CI, CJ, unit indices),
     evaluated and scattered into the block's arrays at (i − i0, j − j0)."""
-    for c in range(c0, c1):
+    for c in range(c0, c1, cs):
         n, _, _ = _chunk_index(R, OMR, OPR, CI[c], CJ[c], i0, i1, j0, j1, i0 == j0,
                                I, J, RHO, OM, OP, DG)
         _moments_list(U, p, q, al, be, U, p, q, al, be, UA, UA, I[:n], J[:n],

@@ -74,7 +74,7 @@ def _moments_chunked(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, up
         _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2,
                     _unit_array(U1, p1, q1, al1, be1), _unit_array(U2, p2, q2, al2, be2),
                     R, OMR, OPR, upper, rtol, atol, qtol, maxint, C, B, A, D, AL, DL,
-                    CI, CJ, 0, CI.shape[0], WS, WI, WB)
+                    CI, CJ, 0, CI.shape[0], 1, WS, WI, WB)
     if upper:
         _fill_lower(C, B, A, D, AL, DL)
 
@@ -120,14 +120,14 @@ def _chunk_arrays():
 
 @jit
 def _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, R, OMR, OPR, upper,
-                rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, c0, c1, WS, WI, WB):
-    """Chunks c0 ≤ c < c1 (starts CI, CJ of :func:`_chunk_starts`), each evaluated by
+                rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, c0, c1, cs, WS, WI, WB):
+    """Chunks c = c0, c0 + cs, … < c1 (starts CI, CJ of :func:`_chunk_starts`), each evaluated by
     :func:`pl_batch._moments_list` and scattered into C, B, A, D (with ``upper`` also A_ji, D_ji
     into AL, DL at (i, j)), with the scratch WS, WI, WB."""
     m1 = al1.shape[0]
     m2 = al2.shape[0]
     I, J, RHO, OM, OP, DG, out = _chunk_arrays()
-    for c in range(c0, c1):
+    for c in range(c0, c1, cs):
         n, _, _ = _chunk_index(R, OMR, OPR, CI[c], CJ[c], 0, m1, 0, m2, upper, I, J, RHO, OM,
                                OP, DG)
         _moments_list(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, I[:n], J[:n],
@@ -152,8 +152,9 @@ def _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, R, OMR, OP
 def _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR, upper,
                          rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, ng):
     """The chunks of :func:`_moments_chunked` (the same pairs, evaluated by the same code,
-    :func:`_run_chunks`) in ``ng`` contiguous groups run by ``prange`` on numba's threads, each
-    group with its own scratch.  Every output entry is written by exactly one chunk and nothing
+    :func:`_run_chunks`) in ``ng`` groups run by ``prange`` on numba's threads, each group with
+    its own scratch; group g takes the chunks g, g + ng, g + 2ng, … (interleaved, so that the
+    static split of the groups among threads gets pairs from every part of the matrix).  Every output entry is written by exactly one chunk and nothing
     is summed across chunks, so the results are the same bits on any number of threads."""
     UA1 = _unit_array(U1, p1, q1, al1, be1)
     UA2 = _unit_array(U2, p2, q2, al2, be2)
@@ -161,8 +162,7 @@ def _moments_chunked_par(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, R, OMR, OPR
     for g in prange(ng):
         WS, WI, WB = _list_scratch()
         _run_chunks(U1, p1, q1, al1, be1, U2, p2, q2, al2, be2, UA1, UA2, R, OMR, OPR, upper,
-                    rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, (g * nch) // ng,
-                    ((g + 1) * nch) // ng, WS, WI, WB)
+                    rtol, atol, qtol, maxint, C, B, A, D, AL, DL, CI, CJ, g, nch, ng, WS, WI, WB)
 
 
 #: tile of the transpose of :func:`_fill_lower` (4 arrays × 2 tiles of 32² doubles: 64 KiB)
@@ -172,18 +172,46 @@ _TT = 32
 @jit
 def _fill_lower(C, B, A, D, AL, DL):
     """The lower triangles (j > i) of :func:`_moments_chunked`'s outputs for one set with
-    itself: C_ji = C_ij, B_ji = B_ij, A_ji = AL_ij, D_ji = DL_ij, tile by tile (:data:`_TT`)."""
+    itself: C_ji = C_ij, B_ji = B_ij, A_ji = AL_ij, D_ji = DL_ij, tile by tile (:data:`_TT`);
+    from :data:`_PAR_FILL` units on, the row tiles are copied in parallel
+    (:func:`_fill_lower_par`; copies only, the same bits)."""
     m = C.shape[0]
+    if m >= _PAR_FILL:
+        _fill_lower_par(C, B, A, D, AL, DL)
+        return
     for i0 in range(0, m, _TT):
-        i1 = min(i0 + _TT, m)
-        for j0 in range(i0, m, _TT):
-            j1 = min(j0 + _TT, m)
-            for i in range(i0, i1):
-                for j in range(max(j0, i + 1), j1):
-                    C[j, i] = C[i, j]
-                    B[j, i] = B[i, j]
-                    A[j, i] = AL[i, j]
-                    D[j, i] = DL[i, j]
+        _fill_row_tile(C, B, A, D, AL, DL, i0)
+
+
+#: units from which :func:`_fill_lower` copies in parallel
+_PAR_FILL = 256
+
+
+@jit(parallel=True, nogil=True)
+def _fill_lower_par(C, B, A, D, AL, DL):
+    """:func:`_fill_lower`'s row tiles on numba's threads, the k-th first and the k-th last
+    together (the triangle's long and short rows: balanced halves under a static split)."""
+    m = C.shape[0]
+    nt = (m + _TT - 1) // _TT
+    for k in prange((nt + 1) // 2):
+        _fill_row_tile(C, B, A, D, AL, DL, k * _TT)
+        if nt - 1 - k != k:
+            _fill_row_tile(C, B, A, D, AL, DL, (nt - 1 - k) * _TT)
+
+
+@jit
+def _fill_row_tile(C, B, A, D, AL, DL, i0):
+    """The copies of :func:`_fill_lower` for the rows i0 ≤ i < i0 + :data:`_TT`, tile by tile."""
+    m = C.shape[0]
+    i1 = min(i0 + _TT, m)
+    for j0 in range(i0, m, _TT):
+        j1 = min(j0 + _TT, m)
+        for i in range(i0, i1):
+            for j in range(max(j0, i + 1), j1):
+                C[j, i] = C[i, j]
+                B[j, i] = B[i, j]
+                A[j, i] = AL[i, j]
+                D[j, i] = DL[i, j]
 
 
 @jit

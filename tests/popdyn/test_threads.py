@@ -163,7 +163,7 @@ def test_tiled_loss_and_grad_same_bits_on_any_thread_count(monkeypatch):
                                  CI, CJ, 4)
         else:
             fk._tile_chunks(U, pv, qv, al, b, UA, i0, i1, j0, j1, R, OMR, OPR, *arrs, CI, CJ, 0,
-                            CI.shape[0], *_chunk_arrays(), *_list_scratch())
+                            CI.shape[0], 1, *_chunk_arrays(), *_list_scratch())
         outs.append(arrs)
     for X, Y in zip(*outs):
         assert np.all(np.isfinite(X)) and np.array_equal(X, Y)
