@@ -29,6 +29,14 @@ _CACHE = os.environ.get("POPDYN_NO_CACHE", "0") not in ("1", "true", "yes")
 if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
     numba.config.THREADING_LAYER = "workqueue"
 
+# A cached kernel that calls a parallel one (e.g. the fused step calling the parallel pair
+# moments) does not start numba's thread pool when it is loaded from the cache; called before
+# any parallel function has run in the process, it can crash (numba issue #8578, open).  The
+# pool is therefore started here, once per process, as that issue's workaround does.
+from numba.np.ufunc.parallel import _launch_threads  # noqa: E402
+
+_launch_threads()
+
 _KERNELS = Path(__file__).resolve().parent
 #: jitted sources outside this directory (they call the kernels here)
 #: jitted source files outside the kernels directory already checked in this process
