@@ -972,6 +972,10 @@ def _init(opt):
     if OPT.get("float_timeout", 0) > 0:
         _warm()
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C
+    # the pool ends its workers with SIGTERM: they must die then, not run the parent's handler
+    # (inherited through fork), which raised KeyboardInterrupt inside the task queue's lock and
+    # left the parent waiting at exit
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:                                             # Linux: die with the parent (no orphans)
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
