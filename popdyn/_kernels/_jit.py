@@ -33,9 +33,12 @@ if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER ==
 # moments) does not start numba's thread pool when it is loaded from the cache; called before
 # any parallel function has run in the process, it can crash (numba issue #8578, open).  The
 # pool is therefore started here, once per process, as that issue's workaround does.
-from numba.np.ufunc.parallel import _launch_threads  # noqa: E402
-
-_launch_threads()
+try:
+    from numba.np.ufunc.parallel import _launch_threads
+except ImportError:                       # a numba without this private helper
+    pass
+else:
+    _launch_threads()
 
 _KERNELS = Path(__file__).resolve().parent
 #: jitted sources outside this directory (they call the kernels here)
