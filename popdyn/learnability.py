@@ -196,9 +196,11 @@ def teacher(kind: str, seed: int, *, activation: str = "relu", k: int, d: int, h
 # ---------------------------------------------------------------------------- classification
 def kink_depths(params) -> np.ndarray:
     """|b_j| / ‖w_j‖ per unit: how many standard deviations of w_j·x (x ~ N(0, I)) the kink
-    w_j·x = −b_j lies from the centre of the data (inf for w_j = 0, 0 for b_j = 0 = w_j)."""
+    w_j·x = −b_j lies from the centre of the data (inf for w_j = 0, 0 for b_j = 0 = w_j).
+    ‖w_j‖ is :func:`math.hypot` of the row (scaled: no underflow of ‖w_j‖² for tiny w_j, whose
+    unscaled square would be subnormal and keep only a few significant bits)."""
     a = np.asarray(params.a)
-    wn = np.linalg.norm(np.asarray(params.W), axis=1)
+    wn = np.array([math.hypot(*row) for row in np.asarray(params.W, dtype=float)])
     b = np.abs(np.asarray(params.b))
     out = np.empty(a.shape[0])
     for j in range(a.shape[0]):

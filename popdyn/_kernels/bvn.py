@@ -42,8 +42,10 @@ Genz (2004), after Drezner & Wesolowsky (1990), re-derived here (no code copied)
 * |h| or |k| > 39 (Φ(−39) underflows) and infinite limits are reduced to Φ of the other limit
   or to 0.
 
-Measured (tests/popdyn/test_bvn.py, 30-digit mpmath): absolute error ≤ 2e−16 and relative
-error ≤ 2e−14 + 2·eps·|ln Φ₂| (the second term: conditioning of e^{−E} for tail values).
+Measured (tests/popdyn/test_bvn.py, 30-digit mpmath): absolute error ≤ 2 ulp(1) = 4.4e−16
+(values near 1 are sums of O(1) terms, each rounded: 2.3e−16, 2.1 ulp of the value, at
+h = k = 1.25, r = −0.9249) and relative error ≤ 2e−14 + 2·eps·|ln Φ₂| (the second term:
+conditioning of e^{−E} for tail values).
 
 References
 ----------
@@ -865,7 +867,7 @@ def bvn_cdf(h, k, r, omr, opr):
     Returns
     -------
     float
-        Absolute error ≲ 2e−16.  Relative error ~1e−14 (times the input conditioning
+        Absolute error ≤ 2 ulp(1) = 4.4e−16.  Relative error ~1e−14 (times the input conditioning
         ~(h² + k²)·eps in the tails), also for small values in the lower-left tail
         (r > 0) and for h + k < 0 at r < 0, which are recomputed from positive-term
         representations when Genz's formula would cancel (see :func:`_bvn_err`).

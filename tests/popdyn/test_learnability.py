@@ -69,6 +69,7 @@ def test_boundaries_and_precedence():
 @given(st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(-20, 20)), min_size=1, max_size=5),
        st.floats(1e-3, 1e3))
 @example(units=[(0.0, 1.0, 2.2250738585072014e-308)], lam=0.001)   # λb subnormal
+@example(units=[(0.0, 1.3390779793157603e-157, 1.0)], lam=2.0)      # ‖w‖² subnormal
 def test_depth_is_positively_homogeneous(units, lam):
     """|b|/|w| is invariant under the rescaling (w, b) -> λ(w, b), λ > 0, which leaves a relu
     unit's kink in place: the classification cannot depend on it (dead units aside)."""
