@@ -203,8 +203,9 @@ def kink_depths(params) -> np.ndarray:
     wn = np.array([math.hypot(*row) for row in np.asarray(params.W, dtype=float)])
     b = np.abs(np.asarray(params.b))
     out = np.empty(a.shape[0])
-    for j in range(a.shape[0]):
-        out[j] = (0.0 if b[j] == 0 else math.inf) if wn[j] == 0 else b[j] / wn[j]
+    with np.errstate(over="ignore"):           # a depth beyond the float range is inf
+        for j in range(a.shape[0]):
+            out[j] = (0.0 if b[j] == 0 else math.inf) if wn[j] == 0 else b[j] / wn[j]
     return out
 
 

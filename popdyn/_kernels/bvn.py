@@ -464,9 +464,14 @@ def _bvn_hi_rem(h, k, a2):
 
 @jit
 def _rem_node(x, bs, hk, c, d):
-    """(e, ep, sp) of :func:`_bvn_hi_rem` at the node x (e = 0 below exp's range)."""
+    """(e, ep, sp) of :func:`_bvn_hi_rem` at the node x (e = 0 below exp's range).  A node
+    whose square underflows to 0 (1 − r² below ~1e−319) takes the limit of bs/x²: 0 for
+    bs = 0, else +inf."""
     xs = x * x
-    ex = -0.5 * (bs / xs + hk)
+    if xs == 0.0:
+        ex = -0.5 * hk if bs == 0.0 else -math.inf
+    else:
+        ex = -0.5 * (bs / xs + hk)
     if ex > -745.0:
         t = math.sqrt(1.0 - xs)
         ep = math.exp(-hk * xs / (2.0 * (1.0 + t) * (1.0 + t))) / t
@@ -550,6 +555,9 @@ def _bvn_hi_rem_batch(h, k, a2, num, nmag):
             xs_[p] = x * x
         for p in range(n):
             ex_[p] = -0.5 * (bs[p] / xs_[p] + hk[p])
+        for p in range(n):                  # x² underflowed to 0: the limit of bs/x²
+            if xs_[p] == 0.0:
+                ex_[p] = -0.5 * hk[p] if bs[p] == 0.0 else -math.inf
         for p in range(n):
             t = math.sqrt(1.0 - xs_[p])
             ep_[p] = -hk[p] * xs_[p] / (2.0 * (1.0 + t) * (1.0 + t))

@@ -70,6 +70,9 @@ def test_boundaries_and_precedence():
        st.floats(1e-3, 1e3))
 @example(units=[(0.0, 1.0, 2.2250738585072014e-308)], lam=0.001)   # λb subnormal
 @example(units=[(0.0, 1.3390779793157603e-157, 1.0)], lam=2.0)      # ‖w‖² subnormal
+@example(units=[(0.0, 2.2250738585072014e-308, 4.0)], lam=1.0)      # |b|/‖w‖ overflows: inf
+@example(units=[(0.0, 2.2250738585072014e-308, 1.0)], lam=0.001)    # λw subnormal
+@example(units=[(2.2250738585e-313, 2.2250738585e-313, 2.2250738585e-313)], lam=11.0)  # w, b too
 def test_depth_is_positively_homogeneous(units, lam):
     """|b|/|w| is invariant under the rescaling (w, b) -> λ(w, b), λ > 0, which leaves a relu
     unit's kink in place: the classification cannot depend on it (dead units aside)."""
@@ -79,9 +82,14 @@ def test_depth_is_positively_homogeneous(units, lam):
     zp, zq = L.kink_depths(p), L.kink_depths(q)
     fin = np.isfinite(zp)
     assert np.array_equal(fin, np.isfinite(zq))
-    # λb may be subnormal: its rounding (≤ 2⁻¹⁰⁷⁴ absolute) moves the depth by 2⁻¹⁰⁷⁴/|λw|
-    qn = np.linalg.norm(lam * W, axis=1)[fin]
-    slack = np.where(qn > 0, 2.0 ** -1074 / np.maximum(qn, 1e-300), 0.0)
+    # λb, λw and the norms ‖w‖, ‖λw‖ may be subnormal: each rounding (≤ 2⁻¹⁰⁷⁵ absolute) moves
+    # the depth by 2⁻¹⁰⁷⁵/‖λw‖ (from λb) and by depth·2⁻¹⁰⁷⁵/‖·‖ (from λw and the two norms);
+    # allowed with a factor 2 on each
+    def ulp_over(x):                     # 2⁻¹⁰⁷⁴/x (≤ 1 for x ≥ 2⁻¹⁰⁷⁴), 0 for x = 0
+        return np.where(x > 0, 2.0 ** -1074 / np.where(x > 0, x, 1.0), 0.0)
+    qn = ulp_over(np.array([math.hypot(*row) for row in lam * W])[fin])
+    qp = ulp_over(np.array([math.hypot(*row) for row in W])[fin])
+    slack = qn + np.abs(zp[fin]) * (3.0 * qn + qp)
     assert np.all(np.abs(zq[fin] - zp[fin]) <= 1e-13 * np.abs(zp[fin]) + slack)
     wn = np.linalg.norm(W, axis=1)
     ok = (wn > 1e-3) & (np.abs(np.abs(zp) - 3.0) > 1e-9)
