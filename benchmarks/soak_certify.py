@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import math
 import multiprocessing as mpc
@@ -240,7 +241,6 @@ class _Timeout(Exception):
 
 def _backend(kind: str, dps: int):
     """A context in which _ref.pair / _ref.mean are the chosen reference."""
-    import contextlib
     import _ref as R
     R.RULE = OPT["rule"]
     if kind == "arb":
@@ -506,7 +506,6 @@ def reference_skip(i, seed, kind, dps, want=None):
 def reference_swiglu(i, seed, kind, dps, want=None):
     """data/_precompute/swiglu_gated_refs.py at dps + 5 digits; with the arb reference its
     2-D moments are evaluated in Arb (_ref_arb.sg_moment: the same rules)."""
-    import contextlib
     import swiglu_gated_refs as SG
     name, inp = draw_swiglu_gated(i, seed)
     SG.mp.mp.dps = dps + 5
@@ -763,14 +762,20 @@ def judge(br, values, stated, extra=0):
     return disjoint, outside, touched
 
 
-def _alarm(seconds):
-    """Raise _Timeout in this process after ``seconds`` of its CPU time (ITIMER_PROF: the
-    limits are CPU seconds, so a loaded machine does not trip them)."""
+@contextlib.contextmanager
+def _cpu_limit(seconds):
+    """Raise _Timeout in this process after ``seconds`` of its CPU time inside the block
+    (ITIMER_PROF: the limits are CPU seconds, so a loaded machine does not trip them); the
+    timer and the previous SIGPROF handler are restored on leaving it."""
     def handler(signum, frame):
         raise _Timeout()
     old = signal.signal(signal.SIGPROF, handler)
     signal.setitimer(signal.ITIMER_PROF, seconds)
-    return old
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 def _disagree(vals, mvals, extra, counts):
@@ -807,17 +812,14 @@ def _escalate(i, seed, fam, name, br, base, bad, out, decider, dps, counts, fail
         if not keys:
             break
         counts[f"references escalated to dps + {extra}"] += len(keys)
-        old = _alarm(OPT["recheck_timeout"])
         try:
-            vals, _ = REFERENCES[fam](i, seed, decider, dps + extra, set(keys))
+            with _cpu_limit(OPT["recheck_timeout"]):
+                vals, _ = REFERENCES[fam](i, seed, decider, dps + extra, set(keys))
         except (_Timeout, ArithmeticError) as e:
             counts["escalation not finished (timeout or not converged)"] += 1
             fails.append(f"{name}: escalation to dps + {extra} ({', '.join(keys)}): "
                          f"{type(e).__name__} {e}")
             break
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, old)
         sub = {k: br[k] for k in keys if k in vals}
         d, o, _ = judge(sub, vals, decider == "arb", extra)
         last.update({k: vals[k] for k in sub})
@@ -857,16 +859,13 @@ def run_one(i: int, seed: int) -> dict:
         counts["arb reference radius above 10^-(dps+2) (forced re-check)"] += 1
     t = time.process_time()
     if fam == "ridge" and OPT["float_timeout"] > 0:
-        old = _alarm(OPT["float_timeout"])
         try:
-            float_contract(i, seed, vals, counts, fails)
+            with _cpu_limit(OPT["float_timeout"]):
+                float_contract(i, seed, vals, counts, fails)
         except _Timeout:
             counts["float side stopped at --float-timeout"] += 1
             fails.append(f"{name}: float side (population_loss / agop at rtol 1e-10, 1e-12) "
                          f"still running after {OPT['float_timeout']} s CPU")
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, old)
     rec["t_float"] = time.process_time() - t
 
     arb_ref = OPT["reference"] == "arb"
@@ -879,9 +878,9 @@ def run_one(i: int, seed: int) -> dict:
     decider, base = OPT["reference"], vals
     if recheck:
         t = time.process_time()
-        old = _alarm(OPT["recheck_timeout"])
         try:
-            mvals, _ = REFERENCES[fam](i, seed, "mpmath", dps, want)
+            with _cpu_limit(OPT["recheck_timeout"]):
+                mvals, _ = REFERENCES[fam](i, seed, "mpmath", dps, want)
         except _Timeout:
             mvals = None
             counts["mpmath re-check timed out"] += 1
@@ -891,9 +890,6 @@ def run_one(i: int, seed: int) -> dict:
             mvals = None
             counts["mpmath re-check not converged"] += 1
             fails.append(f"{name}: mpmath re-check: {e}")
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, old)
         rec["t_recheck"] = time.process_time() - t
         counts["cases re-checked by mpmath"] += 1
         if touched:
@@ -905,17 +901,14 @@ def run_one(i: int, seed: int) -> dict:
                     break
                 keys = sorted({k for k, _, _ in dis})
                 counts[f"arb/mpmath disagreements escalated to dps + {extra}"] += len(keys)
-                old = _alarm(OPT["recheck_timeout"])
                 try:
-                    va, _ = REFERENCES[fam](i, seed, "arb", dps + extra, set(keys))
-                    vm, _ = REFERENCES[fam](i, seed, "mpmath", dps + extra, set(keys))
+                    with _cpu_limit(OPT["recheck_timeout"]):
+                        va, _ = REFERENCES[fam](i, seed, "arb", dps + extra, set(keys))
+                        vm, _ = REFERENCES[fam](i, seed, "mpmath", dps + extra, set(keys))
                 except (_Timeout, ArithmeticError) as e:
                     fails.append(f"{name}: disagreement escalation to dps + {extra}: "
                                  f"{type(e).__name__} {e}")
                     break
-                finally:
-                    signal.setitimer(signal.ITIMER_PROF, 0)
-                    signal.signal(signal.SIGPROF, old)
                 mvals.update({k: vm[k] for k in keys if k in vm})
                 dis = _disagree({k: va[k] for k in keys if k in va}, vm, extra, None)
             for k, xv, yv in dis:
