@@ -1,0 +1,230 @@
+"""Φ₂ for many (h, k, r) at once: :func:`bvn_cdf_batch`, the bivariate normal CDF in SIMD lanes.
+
+:func:`popdyn._kernels.bvn.bvn_cdf` evaluates one argument triple at a time, with a branch per
+regime and a libm call (``exp``, ``asin``) per Gauss–Legendre node; LLVM cannot put such a
+loop into vector registers.  :func:`bvn_cdf_batch` takes arrays and sorts the work by regime:
+
+* |r| < 0.925 with the single-panel rules of :func:`popdyn._kernels.bvn._bvn_lo` (Genz's
+  θ-integral Φ₂ = Φ(h)Φ(k) + (1/2π)∫₀^{asin r} exp(E(sin θ)) dθ, 6/12/20 Gauss–Legendre points
+  chosen, as there, by |r| and the log-variation V ≤ 8 of the integrand): the items of one rule
+  are gathered into contiguous columns and the node sums run node by node over blocks of
+  :data:`_BLK` items, a branch-free loop body (sine in Estrin's form, the exponential of
+  :func:`popdyn._kernels.vmath.exp_inline`, asin by :func:`popdyn._kernels.vmath.asin_corr`)
+  that LLVM vectorizes;
+* |r| ≥ 0.925: K's 20-point remainder sums for all such items in one vectorized call
+  (:func:`popdyn._kernels.bvn._bvn_hi_rem_batch`), then the closed-form part and the branch
+  logic per item, exactly as :func:`bvn_cdf` (including its refinements);
+* everything else -- r = 0 or ±1, |h| or |k| > 39, infinite or NaN limits, V > 8 (the rule on
+  ⌈V/8⌉ panels: joint tails, where one item costs microseconds in either form), and the items that :func:`bvn_cdf` recomputes from a positive-term form (h + k < 0 at
+  r < 0 with Φ₂ < Φ(h)Φ(k)/4) -- by :func:`bvn_cdf` itself.
+
+Every item therefore takes the branch, the rule and the refinements that :func:`bvn_cdf` takes;
+the results differ from it only by the rounding of the vectorized exponential, sine and asin
+(each ≤ 2 ulp), and carry its stated accuracy: absolute error ≤ 2 ulp(1), relative error
+≤ 2e−14 + 2·eps·|ln Φ₂| (tests/popdyn/test_bvn_batch.py: against 30-digit mpmath on the
+references of data/refs/plmoments_refs.json, live mpmath at degenerate geometry, and against
+:func:`bvn_cdf` under hypothesis).
+
+References
+----------
+A. Genz, "Numerical computation of rectangular bivariate and trivariate normal and t
+probabilities", Statistics and Computing 14 (2004) 251–260.
+"""
+import numpy as np
+
+from ._jit import jit
+from .bvn import (_BIG, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _GL6_U, _GL6_W, _TWOPI, _bvn_err_hi,
+                  _bvn_hi_closed, _bvn_hi_combine, _bvn_hi_rem_batch, bvn_cdf, norm_cdf)
+from .pl_front import _price_logvar_bf
+from .vmath import asin_corr, exp_inline, sin_small
+
+__all__ = ["bvn_cdf_batch"]
+
+#: items per block of the node loop of :func:`_lo_rule_sums` (its columns stay in the L1 cache)
+_BLK = 256
+#: items per piece of :func:`_lo_class` (its scratch: 7 columns of this length, 112 KiB)
+_PIECE = 2048
+#: the item classes of :func:`_classify`: the three single-panel rules of |r| < 0.925, the
+#: |r| ≥ 0.925 branch, and the items left to :func:`bvn_cdf`
+_C6, _C12, _C20, _CHI, _CSCALAR = 0, 1, 2, 3, 4
+
+
+@jit(error_model="numpy")
+def _classify(h, k, r, omr, opr, cls):
+    """cls[i] = the class of item i: the rule :func:`popdyn._kernels.bvn._bvn_lo` takes (6, 12 or 20
+    points on one panel), the |r| ≥ 0.925 branch of :func:`popdyn._kernels.bvn._bvn_err`, or
+    :func:`bvn_cdf` (the special cases and V > 8).  The conditions are those of ``_bvn_err`` and
+    ``_bvn_lo``, in the same order."""
+    for i in range(h.shape[0]):
+        hi = h[i]
+        ki = k[i]
+        ri = r[i]
+        c = _CSCALAR
+        if (hi == hi and ki == ki and ri == ri and -_BIG <= hi <= _BIG and -_BIG <= ki <= _BIG
+                and omr[i] > 0.0 and opr[i] > 0.0 and ri != 0.0):
+            ar = abs(ri)
+            if ar >= 0.925:
+                c = _CHI
+            else:
+                V, _ = _price_logvar_bf(hi, ki, ri)
+                if V <= 8.0:
+                    if ar < 0.3 and V < 0.05:
+                        c = _C6
+                    elif ar < 0.75 and V < 1.0:
+                        c = _C12
+                    else:
+                        c = _C20
+        cls[i] = c
+
+
+@jit(error_model="numpy")
+def _lo_rule_sums(GU, GW, HK, HS, ASR, S):
+    """S[p] = Σ_i GW_i exp((sin θ·HK[p] − HS[p])/cos²θ), θ = ASR[p]·GU_i (the sum of
+    :func:`popdyn._kernels.bvn._lo_sum` on one panel, in its order), node by node over blocks
+    of :data:`_BLK` items.  A block's columns are rows of one flat array of constant row length
+    and are indexed without sign (no wrap-around), so that LLVM bounds the accesses, needs one
+    run-time alias check and vectorizes the node loop (:func:`_lo_node`)."""
+    n = HK.shape[0]
+    nn = GU.shape[0]
+    IN = np.empty(3 * _BLK)           # hk, (h² + k²)/2, asin r of the block's items
+    SB = np.empty(_BLK)
+    for p0 in range(0, n, _BLK):
+        nb = min(_BLK, n - p0)
+        for p in range(nb):
+            IN[p] = HK[p0 + p]
+            IN[_BLK + p] = HS[p0 + p]
+            IN[2 * _BLK + p] = ASR[p0 + p]
+            SB[p] = 0.0
+        for i in range(nn):
+            _lo_node(GU[i], GW[i], nb, IN, SB)
+        for p in range(nb):
+            S[p0 + p] = SB[p]
+
+
+@jit(inline="always", error_model="numpy")
+def _lo_node(u, w, nb, IN, SB):
+    """The terms of node (u, w) of :func:`_lo_rule_sums` added to the block's sums SB."""
+    for p in range(nb):
+        q = np.uint64(p)
+        sn = sin_small(IN[2 * _BLK + q] * u)
+        SB[q] += w * exp_inline((sn * IN[q] - IN[_BLK + q]) / ((1.0 - sn) * (1.0 + sn)))
+
+
+@jit(error_model="numpy")
+def _lo_class(h, k, r, omr, opr, idx, rule, out):
+    """out[idx[e]] for the items idx of the single-panel rule class ``rule``, in pieces of
+    :data:`_PIECE` items (scratch allocated once, small enough not to be faulted in afresh): the
+    gathered columns (hk, (h² + k²)/2, asin r), the node sums (:func:`_lo_rule_sums`), then
+    Φ(h)Φ(k) + I as in :func:`popdyn._kernels.bvn._bvn_lo`.  Items whose value :func:`bvn_cdf`
+    would recompute from a positive-term form (r < 0, h + k < 0, Φ₂ < Φ(h)Φ(k)/4) are left to
+    :func:`bvn_cdf`."""
+    n = idx.shape[0]
+    if n == 0:
+        return
+    W = np.empty(7 * _PIECE)
+    HK = W[0:_PIECE]
+    HS = W[_PIECE:2 * _PIECE]
+    ASR = W[2 * _PIECE:3 * _PIECE]
+    RR = W[3 * _PIECE:4 * _PIECE]
+    OM = W[4 * _PIECE:5 * _PIECE]
+    OP = W[5 * _PIECE:6 * _PIECE]
+    S = W[6 * _PIECE:7 * _PIECE]
+    for e0 in range(0, n, _PIECE):
+        m = min(_PIECE, n - e0)
+        for e in range(m):                  # gathers
+            i = idx[e0 + e]
+            hi = h[i]
+            ki = k[i]
+            HK[e] = hi * ki
+            HS[e] = 0.5 * (hi * hi + ki * ki)
+            RR[e] = r[i]
+            OM[e] = omr[i]
+            OP[e] = opr[i]
+        for e in range(m):                  # contiguous: vectorized
+            ASR[e] = asin_corr(RR[e], OM[e], OP[e])
+        if rule == _C6:
+            _lo_rule_sums(_GL6_U, _GL6_W, HK[:m], HS[:m], ASR[:m], S)
+        elif rule == _C12:
+            _lo_rule_sums(_GL12_U, _GL12_W, HK[:m], HS[:m], ASR[:m], S)
+        else:
+            _lo_rule_sums(_GL20_U, _GL20_W, HK[:m], HS[:m], ASR[:m], S)
+        for e in range(m):
+            i = idx[e0 + e]
+            base = norm_cdf(h[i]) * norm_cdf(k[i])
+            v = base + S[e] * ASR[e] / _TWOPI
+            if r[i] < 0.0 and h[i] + k[i] < 0.0 and v < 0.25 * base:
+                v = bvn_cdf(h[i], k[i], r[i], omr[i], opr[i])
+            out[i] = v
+
+
+@jit(error_model="numpy")
+def _hi_class(h, k, r, omr, opr, idx, out):
+    """out[idx[e]] for the items of the |r| ≥ 0.925 branch: K's remainder sums for all of them
+    by :func:`popdyn._kernels.bvn._bvn_hi_rem_batch`, then per item the closed-form part and the
+    branch of :func:`popdyn._kernels.bvn._bvn_err` with the refinements of :func:`bvn_cdf`."""
+    n = idx.shape[0]
+    if n == 0:
+        return
+    hh = np.empty(n)
+    kk = np.empty(n)
+    a2 = np.empty(n)
+    for e in range(n):
+        i = idx[e]
+        hh[e] = h[i]
+        kk[e] = k[i] if r[i] > 0.0 else -k[i]
+        a2[e] = omr[i] * opr[i]
+    num = np.empty(n)
+    nmag = np.empty(n)
+    _bvn_hi_rem_batch(hh, kk, a2, num, nmag)
+    for e in range(n):
+        i = idx[e]
+        cf, mag = _bvn_hi_closed(hh[e], kk[e], a2[e])
+        K, mag = _bvn_hi_combine(hh[e], kk[e], a2[e], cf, mag, num[e], nmag[e])
+        v, _ = _bvn_err_hi(h[i], k[i], r[i], omr[i], opr[i], K, mag, True)
+        out[i] = v
+
+
+@jit
+def bvn_cdf_batch(h, k, r, omr, opr, out):
+    """out[i] = Φ₂(h[i], k[i]; r[i]) for 1-D float64 arrays of one length, vectorized over i.
+
+    Parameters
+    ----------
+    h, k : ndarray
+        Upper limits (may be ±inf or NaN).
+    r : ndarray
+        Correlations in [−1, 1].
+    omr, opr : ndarray
+        1 − r and 1 + r, supplied exactly by the caller (as for :func:`bvn_cdf`).
+    out : ndarray
+        Receives the values (may not alias the inputs).
+
+    Notes
+    -----
+    Each item takes the branch, Gauss–Legendre rule and refinements of :func:`bvn_cdf`
+    (Genz 2004, eq. (3) for |r| < 0.925 and his |r| ≥ 0.925 form); the values agree with it to
+    the rounding of the vectorized elementary functions, within its stated accuracy (module
+    docstring).  Single-threaded.  On the pairs of a biased ReLU student at initialization
+    (single-panel rules) an item costs about half of a :func:`bvn_cdf` call
+    (benchmarks/bench_bvn.py); the items left to :func:`bvn_cdf` cost what they cost there.
+    """
+    n = h.shape[0]
+    cls = np.empty(n, np.int64)
+    _classify(h, k, r, omr, opr, cls)
+    start = np.zeros(6, np.int64)         # counting sort of the items by class
+    for i in range(n):
+        start[cls[i] + 1] += 1
+    for c in range(5):
+        start[c + 1] += start[c]
+    order = np.empty(n, np.int64)
+    pos = start[:5].copy()
+    for i in range(n):
+        c = cls[i]
+        order[pos[c]] = i
+        pos[c] += 1
+    for c in range(3):
+        _lo_class(h, k, r, omr, opr, order[start[c]:start[c + 1]], c, out)
+    _hi_class(h, k, r, omr, opr, order[start[_CHI]:start[_CHI + 1]], out)
+    for e in range(start[_CSCALAR], n):
+        i = order[e]
+        out[i] = bvn_cdf(h[i], k[i], r[i], omr[i], opr[i])
