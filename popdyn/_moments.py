@@ -33,6 +33,7 @@ from ._kernels import fused as _fk
 from ._kernels import mehler as _km
 from ._kernels import plmoments as _pl
 from ._kernels.geometry import pair_geometry
+from .threads import kernel_blas
 
 if TYPE_CHECKING:
     from .links import Link
@@ -538,8 +539,9 @@ def _pl_fast(student, params, teacher, need, rtol):
         return None
     act = student.act
     grad = need in ("grad", "grad_err")
-    (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, trunc) = _fk.pl_moments(
-        float(act.p), float(act.q), W, b, bool(student.bias), *tab[:11], grad)
+    with kernel_blas(W.shape[0]):
+        (al, th, C, B, A, D, mu0, mu1, mu2, Ct, Bt, At, Dt, trunc) = _fk.pl_moments(
+            float(act.p), float(act.q), W, b, bool(student.bias), *tab[:11], grad)
     m = student.m
     herm = tab[7].shape[0] > 0
     order = link_tables(teacher.units().link)[0] if herm else None
@@ -630,9 +632,11 @@ def moments(student, params, teacher, *, rtol: float = 1e-10, grad: bool = True,
     order = None
     if su.kind == "pl":
         # the kernel of the fused step (same bits as _pl_fast's student moments)
-        _, _, C, B, A, D, mu0, mu1, mu2 = _fk.pl_student_moments(
-            float(student.act.p), float(student.act.q), np.ascontiguousarray(params.W, dtype=np.float64),
-            np.ascontiguousarray(params.b, dtype=np.float64), bool(student.bias))
+        with kernel_blas(m):
+            _, _, C, B, A, D, mu0, mu1, mu2 = _fk.pl_student_moments(
+                float(student.act.p), float(student.act.q),
+                np.ascontiguousarray(params.W, dtype=np.float64),
+                np.ascontiguousarray(params.b, dtype=np.float64), bool(student.bias))
         errC = np.zeros((m, m)); errmu0 = np.zeros(m)
         errg = {"B": np.zeros((m, m)), "A": np.zeros((m, m)), "D": np.zeros((m, m)),
                 "mu1": np.zeros(m), "mu2": np.zeros(m)}

@@ -67,6 +67,7 @@ from .family import family_of
 from .models import ParamArrays, Params, Student
 from .plateau import BASELINE_RULE, Plateau, PlateauRule, PlateauWatch
 from .teachers import Teacher
+from .threads import kernel_blas
 
 STATUSES = ("converged", "horizon", "diverged")
 #: the named schedules of :meth:`Schedule.named`
@@ -756,8 +757,9 @@ class _Fused:
     def evaluate(self, q: Params):
         st = self.student
         ga, gW, gb = np.empty(st.m), np.empty((st.m, st.d)), np.empty(st.m)
-        L, gc, *values = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c),
-                                      st.bias, st.intercept, *self.tables, ga, gW, gb)
+        with kernel_blas(st.m):
+            L, gc, *values = self._kernel(self.p, self.q, self.s, q.a, q.W, q.b, float(q.c),
+                                          st.bias, st.intercept, *self.tables, ga, gW, gb)
         self.values = None if values[0] is None else values
         return float(L), Params(ga, gW, gb, float(gc)), q
 
@@ -808,9 +810,10 @@ class FusedGD(Stepper):
         values = fz.values if fz.values is not None else _NO_VALUES
         rule = _fk.GDRule(float(pr.lr), *map(float, self.h), float(pr.max_time),
                           float(self.bound), float(pr.VY), float(pr.loss_target))
-        done, code, c, L, gc, t, *values = _fk.pl_gd(
-            nmax, self.t, rule, fz.unit, fz.record, p.a, p.W, p.b, float(p.c), self.L,
-            g.a, g.W, g.b, float(g.c), buf_l, buf_t, *values, tile)
+        with kernel_blas(st.m):
+            done, code, c, L, gc, t, *values = _fk.pl_gd(
+                nmax, self.t, rule, fz.unit, fz.record, p.a, p.W, p.b, float(p.c), self.L,
+                g.a, g.W, g.b, float(g.c), buf_l, buf_t, *values, tile)
         fz.values = None if tile else values
         self.grad_evals += done + (1 if code == _fk.DIVERGED else 0)
         self.losses.extend(buf_l[:done].tolist())

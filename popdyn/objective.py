@@ -36,6 +36,7 @@ from .family import StudentFamily, family_of
 from .models import Params
 from ._typing import AnyParams, AnyStudent, P
 from .teachers import Teacher
+from .threads import kernel_blas
 
 
 def check_inputs(student, params, teacher):
@@ -385,12 +386,13 @@ def _fused_loss_and_grad(student, params, teacher):
     m, d = W.shape
     ga, gW, gb = np.empty(m), np.empty((m, d)), np.empty(m)
     act = student.act
-    L, gc = _fk.pl_loss_grad_cached(float(act.p), float(act.q), float(student.s),
-                                    np.ascontiguousarray(params.a, dtype=np.float64),
-                                    np.ascontiguousarray(W, dtype=np.float64),
-                                    np.ascontiguousarray(b, dtype=np.float64), float(params.c),
-                                    bool(student.bias), bool(student.intercept), *tab,
-                                    ga, gW, gb)
+    with kernel_blas(m):
+        L, gc = _fk.pl_loss_grad_cached(float(act.p), float(act.q), float(student.s),
+                                        np.ascontiguousarray(params.a, dtype=np.float64),
+                                        np.ascontiguousarray(W, dtype=np.float64),
+                                        np.ascontiguousarray(b, dtype=np.float64),
+                                        float(params.c), bool(student.bias),
+                                        bool(student.intercept), *tab, ga, gW, gb)
     return float(L), Params(ga, gW, gb, float(gc))
 
 

@@ -9,6 +9,14 @@ lower triangles are copied in parallel too.  The step's matrix products (BLAS) a
 student–teacher moments stay on the calling thread: at d = 64 a step on 2 threads is about 1.6
 times as fast as on one (``benchmarks/bench_threads.py``).
 
+BLAS: while popdyn's kernels run for a student of at least :data:`BLAS_SERIAL_MIN_UNITS` units,
+the BLAS libraries loaded in the process (OpenBLAS, MKL, … as found by ``threadpoolctl``) run on
+one thread (:func:`kernel_blas`), and their previous thread counts are restored afterwards.
+The kernels' threads are the parallelism there; a multi-threaded BLAS beside them competes for
+the same cores (its idle threads spin), and on 2 cores a step on 2 kernel threads was then no
+faster than on one (1.02×, against 1.6× with BLAS on one thread).  It also makes the products'
+bits independent of the BLAS thread count.
+
 The count is numba's: at most ``NUMBA_NUM_THREADS`` (an environment variable read at import,
 default: the number of cores), set per process (and per calling thread) by
 :func:`set_threads` or the :func:`threads` context manager.  Sweeps choose it per worker
@@ -23,7 +31,45 @@ import os
 
 import numba
 
-__all__ = ["get_threads", "max_threads", "set_threads", "threads", "per_worker"]
+__all__ = ["get_threads", "max_threads", "set_threads", "threads", "per_worker", "kernel_blas",
+           "BLAS_SERIAL_MIN_UNITS"]
+
+#: students with at least this many units run the BLAS calls of their kernels on one thread
+#: (:func:`kernel_blas`; below it the pair kernels do not run in parallel)
+BLAS_SERIAL_MIN_UNITS = 128
+
+#: the BLAS libraries of the process (threadpoolctl controllers), found at the first
+#: :func:`kernel_blas` of a large student: numba's products use scipy's BLAS, loaded with the kernels
+_BLAS_LIBS: list | None = None
+
+
+def _blas_libs() -> list:
+    global _BLAS_LIBS
+    if _BLAS_LIBS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_LIBS = [lc for lc in ThreadpoolController().lib_controllers if lc.user_api == "blas"]
+    return _BLAS_LIBS
+
+
+@contextlib.contextmanager
+def kernel_blas(m: int):
+    """Run the block (a kernel call for a student of ``m`` units) with every BLAS library on
+    one thread when m ≥ :data:`BLAS_SERIAL_MIN_UNITS`, restoring their thread counts after
+    (a few microseconds).  The setting is process-wide while the block runs."""
+    if m < BLAS_SERIAL_MIN_UNITS:
+        yield
+        return
+    libs = _blas_libs()
+    prev = [lc.get_num_threads() for lc in libs]
+    for lc in libs:
+        lc.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for lc, n in zip(libs, prev):
+            if n is not None:
+                lc.set_num_threads(n)
 
 
 def max_threads() -> int:

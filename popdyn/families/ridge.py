@@ -19,6 +19,7 @@ from .._moments import moments as _moments
 from ..family import RefitProblem
 from ..models import PRESETS, Params, Student
 from ..teachers import Teacher
+from ..threads import kernel_blas
 from ._base import BoundFamily, FamilySpec, register
 
 _EPS = np.finfo(np.float64).eps
@@ -112,9 +113,11 @@ class RidgeFamily(BoundFamily):
     def loss(self, params, teacher, M) -> float:
         # E[f²] − 2E[fy] + E[y²] (terms grouped to limit cancellation), evaluated by the kernel
         # the fused GD step assembles with (:func:`popdyn._kernels.fused.ridge_loss`)
-        return float(_fk.ridge_loss(float(self.student.s), _f64(params.a), float(params.c),
-                                    _f64(M.C), _f64(M.mu0), _f64(M.Ct), _f64(teacher.weights),
-                                    float(teacher.mean), float(teacher.second_moment)))
+        with kernel_blas(self.student.m):
+            return float(_fk.ridge_loss(float(self.student.s), _f64(params.a), float(params.c),
+                                        _f64(M.C), _f64(M.mu0), _f64(M.Ct),
+                                        _f64(teacher.weights), float(teacher.mean),
+                                        float(teacher.second_moment)))
 
     def loss_error(self, params, teacher, M) -> float:
         s, a, c = self.student.s, np.abs(params.a), abs(params.c)
@@ -142,11 +145,12 @@ class RidgeFamily(BoundFamily):
         ga, gW, gb = np.empty(m), np.empty((m, d)), np.empty(m)
         v = _f64(teacher.weights)
         vU = v[:, None] * (teacher.theta * teacher.alpha[:, None])    # as the fused kernel's
-        gc = _fk.ridge_grad(float(st.s), _f64(params.a), _f64(params.W), float(params.c),
-                            bool(st.bias), bool(st.intercept), _f64(M.theta), _f64(M.C),
-                            _f64(M.B), _f64(M.A), _f64(M.D), _f64(M.mu0), _f64(M.mu1),
-                            _f64(M.mu2), _f64(M.Ct), _f64(M.Bt), _f64(M.At), _f64(M.Dt),
-                            v, _f64(vU), float(teacher.mean), ga, gW, gb)
+        with kernel_blas(m):
+            gc = _fk.ridge_grad(float(st.s), _f64(params.a), _f64(params.W), float(params.c),
+                                bool(st.bias), bool(st.intercept), _f64(M.theta), _f64(M.C),
+                                _f64(M.B), _f64(M.A), _f64(M.D), _f64(M.mu0), _f64(M.mu1),
+                                _f64(M.mu2), _f64(M.Ct), _f64(M.Bt), _f64(M.At), _f64(M.Dt),
+                                v, _f64(vU), float(teacher.mean), ga, gW, gb)
         return Params(ga, gW, gb, float(gc))
 
     def loss_and_grad(self, params, teacher, *, tol: float = 1e-10):

@@ -23,6 +23,7 @@ from popdyn._moments import teacher_tables
 from popdyn.diagnostics import recorder
 from popdyn.dynamics import _Fused
 from popdyn.objective import loss_and_grad
+from popdyn.threads import kernel_blas
 
 from _cases import build, load_cases, outputs
 
@@ -97,9 +98,12 @@ def _args(s, p, t):
 
 
 def _tiled(s, p, t, tile):
+    """The fused kernel called as the library calls it: BLAS on one thread from 128 units on
+    (popdyn.threads.kernel_blas; a multi-threaded BLAS gives other bits)."""
     m, d = p.W.shape
     g = [np.empty(m), np.empty((m, d)), np.empty(m)]
-    L, gc, C, B, mu0, Ct = fk.pl_loss_grad_values(*_args(s, p, t), *g, tile=tile)
+    with kernel_blas(m):
+        L, gc, C, B, mu0, Ct = fk.pl_loss_grad_values(*_args(s, p, t), *g, tile=tile)
     assert (C is None and B is None) == (0 < tile < m)
     return L, popdyn.Params(g[0], g[1], g[2], float(gc)), mu0, Ct
 

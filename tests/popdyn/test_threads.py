@@ -189,3 +189,44 @@ def test_parallel_kernels_survive_a_fork():
     with cf.ProcessPoolExecutor(2, mp_context=mp_.get_context("fork")) as ex:
         there = list(ex.map(_job, (1, 2)))
     assert here == there
+
+
+def test_kernel_blas_single_thread_and_restored():
+    """From BLAS_SERIAL_MIN_UNITS units on, the kernels' BLAS runs on one thread and the thread
+    counts are restored after (also on an exception); below it nothing is changed."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    ctl = threadpoolctl.ThreadpoolController()
+    libs = T._blas_libs()
+    assert libs, "no BLAS library found by threadpoolctl"
+    with ctl.limit(limits=2, user_api="blas"):
+        before = [lc.get_num_threads() for lc in libs]
+        with T.kernel_blas(T.BLAS_SERIAL_MIN_UNITS):
+            assert all(lc.get_num_threads() == 1 for lc in libs)
+        assert [lc.get_num_threads() for lc in libs] == before
+        with pytest.raises(RuntimeError):
+            with T.kernel_blas(10 ** 4):
+                raise RuntimeError
+        assert [lc.get_num_threads() for lc in libs] == before
+        with T.kernel_blas(T.BLAS_SERIAL_MIN_UNITS - 1):
+            assert [lc.get_num_threads() for lc in libs] == before
+
+
+def test_loss_and_grad_same_bits_whatever_the_blas_threads():
+    """The fused step of a large student gives the same bits whether the process's BLAS runs on
+    one or two threads (kernel_blas pins it to one inside the kernels; a multi-threaded BLAS
+    gives other bits for these products)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    rng = np.random.default_rng(3)
+    d, m = 16, 300
+    S = popdyn.Student(d=d, m=m, activation="relu")
+    p = popdyn.Params(rng.standard_normal(m), rng.standard_normal((m, d)) / np.sqrt(d),
+                      0.5 * rng.standard_normal(m), 0.1)
+    Tt = popdyn.Teacher.network("relu", [1.0, -0.5], np.eye(d)[:2], bias=[0.1, 0.0])
+    res = []
+    for nb in (1, 2):
+        with threadpoolctl.threadpool_limits(limits=nb, user_api="blas"):
+            L, g = popdyn.loss_and_grad(S, p, Tt)[:2]
+            res.append((L, g.a, g.W, g.b))
+    assert res[0][0] == res[1][0]
+    for X, Y in zip(res[0][1:], res[1][1:]):
+        assert np.array_equal(X, Y)
