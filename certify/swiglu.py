@@ -270,60 +270,69 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
             Hw = A.hermite_rows(zs, N)
         # back at wp: the weights multiply in and every entry is rounded to wp bits (short
         # mantissas keep the matrix product fast; the rounding is part of each ball)
-        par = {0: list(range(0, N + 1, 2)), 1: list(range(1, N + 1, 2))}
-        Hm = {e: arb_mat([[w * row[n] for n in par[e]] for w, row in zip(w2, Hw)])
-              for e in (0, 1) if par[e]}
+        # Only the fourth derivative σ⁗ (even) is expanded by the quadrature on all orders: the
+        # lower derivatives follow from the exact recurrence
+        #     α T^{(p+1)}_{n−1}(α) = √n T^{(p)}_n(α),   n ≥ 1
+        # (Stein's identity E[f′(z) h_{n−1}(z)] = √n E[f(z) h_n(z)] for f(z) = σ^{(p)}(αz)), in
+        # ball arithmetic; the orders n = 0 take the quadrature of σ and σ″ (even parts; one
+        # column each), σ′ has T_0 = 1/2 (its part 1/2) and σ‴ none (odd).  One ball matrix
+        # product then serves all five derivatives.
+        even = list(range(0, N + 1, 2))
+        Hm = arb_mat([[w * row[n] for n in even] for w, row in zip(w2, Hw)])
+        h0 = arb_mat([[w * row[0]] for w, row in zip(w2, Hw)])
         half = arb(1) / 2
-        # the part of σ^(p) left to the quadrature: its parity, and its values at x = α z_k
-        qpar = (0, 1, 0, 1, 0)
-        S: list[list[Any]] = [[None] * len(nz) for _ in range(5)]
+        S: dict[int, list[Any]] = {p: [None] * len(nz) for p in (0, 2, 4)}
         D: list[Any] = [None] * len(nz)                              # (x_k, σ^(p)(x_k)) per unit
         for jj, j in enumerate(nz):
             al = alphas[j]
             xs = [al * z for z in zs]
             cols = [_silu_derivs(x) for x in xs]
             D[jj] = (xs, cols)
-            S[0][jj] = [cv[0] - x * half for x, cv in zip(xs, cols)]
-            S[1][jj] = [cv[1] - half for cv in cols]
-            for p in (2, 3, 4):
+            S[0][jj] = [cv[0] - x * half for x, cv in zip(xs, cols)]    # σ − x/2: even
+            for p in (2, 4):
                 S[p][jj] = [cv[p] for cv in cols]
         zero = arb(0)
         for p in range(5):
-            cols_n = par[qpar[p]]
-            rad = arb(0, rc[p])
             for jj, j in enumerate(nz):
                 for n in range(N + 1):
                     T[p][j, n] = zero
-            if not cols_n:
-                continue
-            Tp = arb_mat(S[p]) * Hm[qpar[p]]
-            for jj, j in enumerate(nz):
-                for ci, n in enumerate(cols_n):
-                    T[p][j, n] = Tp[jj, ci] + rad
+        T4 = arb_mat(S[4]) * Hm
+        rad = arb(0, rc[4])
         for jj, j in enumerate(nz):
-            T[1][j, 0] = half                              # σ' = 1/2 + odd
-            if N >= 1:
-                T[0][j, 1] = alphas[j] * half              # σ = x/2 + even
+            for ci, n in enumerate(even):
+                T[4][j, n] = T4[jj, ci] + rad
+        T0 = {p: arb_mat(S[p]) * h0 for p in (0, 2)}
+        sq = [arb(0)] + [arb(n).sqrt() for n in range(1, N + 1)]
+        # the orders that are not 0 by parity: σ‴ odd; σ″ even; σ′ 1/2 + odd; σ x/2 + even
+        orders = {3: range(1, N + 1, 2), 2: range(2, N + 1, 2), 1: range(1, N + 1, 2),
+                  0: [n for n in range(1, N + 1) if n == 1 or n % 2 == 0]}
+        for p in (3, 2, 1, 0):
+            for jj, j in enumerate(nz):
+                if p in T0:
+                    T[p][j, 0] = T0[p][jj, 0] + arb(0, rc[p])
+                elif p == 1:
+                    T[1][j, 0] = half
+                al = alphas[j]
+                for n in orders[p]:
+                    T[p][j, n] = al * T[p + 1][j, n - 1] / sq[n]
         # E[σ^(p)σ^(q)]: the trapezoid sum over ±z_k, with σ^(p)(−x) from the values at x
         # (:func:`_neg`)
-        for (p, q) in epairs:
-            rad = arb(0, re_[(p, q)])
-            for jj, j in enumerate(nz):
-                xs, cols = D[jj]
-                acc = wts[0] * cols[0][p] * cols[0][q]
+        # (the values at ±x of each unit as lists per p, formed once: the same operations in
+        # the same order as the sum written term by term)
+        for jj, j in enumerate(nz):
+            xs, cols = D[jj]
+            up = [[cv[p] for cv in cols] for p in range(5)]
+            dn = [[_neg(cv, x, p) for cv, x in zip(cols, xs)] for p in range(5)]
+            for (p, q) in epairs:
+                u, v, g, f = up[p], up[q], dn[p], dn[q]
+                acc = wts[0] * u[0] * v[0]
                 for k in range(1, len(zs)):
-                    cv = cols[k]
-                    acc += wts[k] * (cv[p] * cv[q] + _neg(cv, xs[k], p) * _neg(cv, xs[k], q))
-                E[(p, q)][j] = acc + rad
+                    acc += wts[k] * (u[k] * v[k] + g[k] * f[k])
+                E[(p, q)][j] = acc + arb(0, re_[(p, q)])
     return T, E
 
 
 # ------------------------------------------------------------------------- student moments
-def _f_err(x):
-    f = float(x.mid())
-    return f, A.upper(abs(x - f))
-
-
 def _float_coeffs(T, E, m, N):
     """Float coefficient arrays, error bounds, tail energies and scales per p."""
     out = []
@@ -332,11 +341,14 @@ def _float_coeffs(T, E, m, N):
         Er = np.zeros((m, N + 1))
         tail = np.zeros(m)
         sc = np.zeros(m)
+        Tp = T[p].tolist()
         for j in range(m):
             s2 = arb(0)
-            for n in range(N + 1):
-                v = T[p][j, n]
-                X[j, n], Er[j, n] = _f_err(v)
+            Xj, Erj = X[j], Er[j]
+            for n, v in enumerate(Tp[j]):
+                f = float(v.mid())
+                Xj[n] = f
+                Erj[n] = A.upper(abs(v - f))
                 s2 += v * v
             tail[j] = max(A.upper(E[(p, p)][j] - s2), 0.0)
             sc[j] = math.sqrt(max(A.upper(E[(p, p)][j]), 0.0)) * (1 + 1e-15) + 1e-300
@@ -369,17 +381,22 @@ def _student_moments(G, alphas, geo, T, E, N, prec):
             vals = {pc: (C, eC), pd: (B, eB)}
         for pq in (pc, pd):
             p, q = pq
-            Mo = out[pq]
+            # the float entries as balls [v ± e] (arb(mid, rad): the radius rounded up), the
+            # matrix built from its rows at once
+            if use_float:
+                V, Ev = vals[pq][0].tolist(), vals[pq][1].tolist()
+            rows = []
             for i in range(m):
+                row = []
                 for j in range(m):
                     if i == j and ok[i]:
-                        Mo[i, i] = E[(p, q)][i]
-                        continue
-                    if use_float and OK[i, j]:
-                        v, e = vals[pq][0][i, j], vals[pq][1][i, j]
-                        Mo[i, j] = arb(v) + arb(0, e)
-                        continue
-                    Mo[i, j] = _arb_pair(T, E, fc, geo, i, j, p, q, N, ok)
+                        row.append(E[(p, q)][i])
+                    elif use_float and OK[i, j]:
+                        row.append(arb(V[i][j], Ev[i][j]))
+                    else:
+                        row.append(_arb_pair(T, E, fc, geo, i, j, p, q, N, ok))
+                rows.append(row)
+            out[pq] = arb_mat(rows)
     return out
 
 
