@@ -5,16 +5,17 @@ evaluation at large m) run on numba's threads: the pairs are cut into the same c
 the thread count, each chunk is evaluated by the same code and writes its own entries, and
 nothing is summed across chunks, so a seed gives the same bits on 1, 2 or 16 threads.  This
 holds for the whole-matrix evaluation and for the tile-by-tile one of large students alike; the
-lower triangles are copied in parallel too.  The step's matrix products (BLAS) and the
-student–teacher moments stay on the calling thread: at d = 64 a step on 2 threads is about 1.6
-times as fast as on one (``benchmarks/bench_threads.py``).
+lower triangles are copied in parallel too, and a tile's geometry (1 ∓ ρ) row block by row
+block.  The step's matrix products (BLAS) and the student–teacher moments stay on the calling
+thread: at d = 64, m = 1024 a step on 2 threads is about 1.8 times as fast as on one
+(``benchmarks/bench_threads.py``).
 
 BLAS: while popdyn's kernels run for a student of at least :data:`BLAS_SERIAL_MIN_UNITS` units,
 the BLAS libraries loaded in the process (OpenBLAS, MKL, … as found by ``threadpoolctl``) run on
 one thread (:func:`kernel_blas`), and their previous thread counts are restored afterwards.
 The kernels' threads are the parallelism there; a multi-threaded BLAS beside them competes for
 the same cores (its idle threads spin), and on 2 cores a step on 2 kernel threads was then no
-faster than on one (1.02×, against 1.6× with BLAS on one thread).  It also makes the products'
+faster than on one (1.02×, against 1.6–1.8× with BLAS on one thread).  It also makes the products'
 bits independent of the BLAS thread count.
 
 The count is numba's: at most ``NUMBA_NUM_THREADS`` (an environment variable read at import,

@@ -37,7 +37,7 @@ from numba import prange
 
 from . import arccos as _ac
 from ._jit import jit
-from .geometry import pair_geometry, pair_geometry_self
+from .geometry import geometry_self_rows, pair_geometry, pair_geometry_self
 from .mehler import pl_link_sums
 from .pl_batch import _list_scratch, _moments_list
 from .pl_chunks import (_PAR_GROUPS, _PAR_MIN_CHUNKS, _chunk_arrays, _chunk_index,
@@ -423,7 +423,7 @@ def _tile_moments(U, p, q, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, 
     """C, B, A, D of the block (i0:i1) × (j0:j1) of one PL set with itself and the transposed
     AL[i, j] = A_ji, DL[i, j] = D_ji, one evaluation per pair (the batched evaluator
     :func:`popdyn._kernels.plmoments._moments_list` of ``pl_self_moments``, on chunks of
-    pairs); a diagonal block fills the upper triangle i ≤ j only (:func:`_mirror`).
+    pairs); a diagonal block fills the upper triangle i ≤ j only (:func:`_mirror_par`).
 
     The chunks are those of the block's row-by-row walk (:func:`pl_chunks._chunk_starts`);
     with enough of them they run in parallel groups (:func:`_tile_moments_par`, the grouping
@@ -503,12 +503,57 @@ def _tile_moments_free(p, q, al, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL
             DL[li, lj] = dji
 
 
-@jit
-def _mirror(C, B, A, D, AL, DL):
+#: rows per block of the tiled step's parallel geometry and mirror (:func:`_tile_geometry`,
+#: :func:`_mirror_par`)
+_GR = 16
+
+
+@jit(parallel=True, nogil=True)
+def _tile_geometry(th, ok, i0, i1, j0, j1, R, OMR, OPR):
+    """The geometry of the block (i0:i1) × (j0:j1) of :func:`_loss_grad_tiled` given R = θ_I θ_Jᵀ
+    (BLAS, on entry): :func:`pair_geometry`, or on a diagonal block (i0 = j0) the pairs i < j
+    of :func:`pair_geometry_self`, by row blocks of :data:`_GR` rows run by ``prange`` (on a
+    diagonal block the k-th first and the k-th last together, so that a static split gets
+    balanced halves of the triangle).  Elementwise per row: the same bits on any thread count
+    and as the serial forms."""
+    ni = i1 - i0
+    nb = (ni + _GR - 1) // _GR
+    if i0 != j0:
+        for t in prange(nb):
+            r0 = t * _GR
+            r1 = min(ni, r0 + _GR)
+            pair_geometry(th[i0 + r0:i0 + r1], ok[i0 + r0:i0 + r1], th[j0:j1], ok[j0:j1],
+                          R[r0:r1], OMR[r0:r1], OPR[r0:r1])
+        return
+    T = th[i0:i1]
+    oT = ok[i0:i1]
+    for t in prange((nb + 1) // 2):
+        J = np.empty(ni, np.int64)
+        geometry_self_rows(T, oT, R, OMR, OPR, t * _GR, min(ni, (t + 1) * _GR), J)
+        u = nb - 1 - t
+        if u != t:
+            geometry_self_rows(T, oT, R, OMR, OPR, u * _GR, min(ni, (u + 1) * _GR), J)
+
+
+@jit(parallel=True, nogil=True)
+def _mirror_par(C, B, A, D, AL, DL):
     """The lower triangle of a diagonal block: C_ji = C_ij, B_ji = B_ij, A_ji = AL_ij,
-    D_ji = DL_ij (j > i)."""
+    D_ji = DL_ij (j > i), by row blocks of :data:`_GR` run by ``prange`` (the k-th first and
+    the k-th last together; copies only)."""
     n = C.shape[0]
-    for i in range(n):
+    nb = (n + _GR - 1) // _GR
+    for t in prange((nb + 1) // 2):
+        _mirror_rows(C, B, A, D, AL, DL, t * _GR, min(n, (t + 1) * _GR))
+        u = nb - 1 - t
+        if u != t:
+            _mirror_rows(C, B, A, D, AL, DL, u * _GR, min(n, (u + 1) * _GR))
+
+
+@jit
+def _mirror_rows(C, B, A, D, AL, DL, r0, r1):
+    """The rows r0 ≤ i < r1 of :func:`_mirror_par` (their entries j > i, copied to (j, i))."""
+    n = C.shape[0]
+    for i in range(r0, r1):
         for j in range(i + 1, n):
             C[j, i] = C[i, j]
             B[j, i] = B[i, j]
@@ -595,17 +640,14 @@ def _loss_grad_tiled(p, q, s, a, W, b, c, bias, intercept,
             AL = _block(ALw, ni, nj)
             DL = _block(DLw, ni, nj)
             np.dot(th[i0:i1], th[j0:j1].T, R)
-            if i0 == j0:
-                pair_geometry_self(th[i0:i1], ok[i0:i1], R, OMR, OPR)
-            else:
-                pair_geometry(th[i0:i1], ok[i0:i1], th[j0:j1], ok[j0:j1], R, OMR, OPR)
+            _tile_geometry(th, ok, i0, i1, j0, j1, R, OMR, OPR)
             if free:
                 _tile_moments_free(pv, qv, al, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL)
             else:
                 _tile_moments(U, pv, qv, al, be, UA, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D,
                               AL, DL, I, J, RHO, OM, OP, DG, out, WS, WI, WB)
             if i0 == j0:
-                _mirror(C, B, A, D, AL, DL)
+                _mirror_par(C, B, A, D, AL, DL)
             aJ = a[j0:j1]
             Ca[i0:i1] += np.dot(C, aJ)
             Da[i0:i1] += np.dot(D, aJ)

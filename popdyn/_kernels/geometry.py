@@ -74,9 +74,15 @@ def pair_geometry_self(T, ok, R, OMR, OPR):
     are taken four pairs at a time (four independent chains, each summed over k in the same
     order as :func:`_entry`): one sum alone is a serial chain of additions.
     """
+    geometry_self_rows(T, ok, R, OMR, OPR, 0, T.shape[0], np.empty(T.shape[0], np.int64))
+
+
+@jit
+def geometry_self_rows(T, ok, R, OMR, OPR, r0, r1, J):
+    """The rows r0 ≤ i < r1 of :func:`pair_geometry_self` (its pairs i < j, the same operations;
+    J: scratch of m indices), so that row blocks can be filled in parallel."""
     m, d = T.shape
-    J = np.empty(m, np.int64)
-    for i in range(m):
+    for i in range(r0, r1):
         nj = 0
         for j in range(i + 1, m):
             if not (ok[i] and ok[j]):
