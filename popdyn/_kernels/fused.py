@@ -127,7 +127,10 @@ def _student_ws(p, q, W, b, bias, ws, C, B):
     pv = np.full(m, p)
     qv = np.full(m, q)
     np.dot(th, th.T, R)
-    pair_geometry_self(th, ok, R, OMR, OPR)
+    if m >= _PAR_GEOM:
+        _tile_geometry(th, ok, 0, m, 0, m, R, OMR, OPR)      # the same bits, in parallel
+    else:
+        pair_geometry_self(th, ok, R, OMR, OPR)
     U = pl_units(pv, qv, al, be)        # once for the self, first and PL cross moments
     pl_self_moments_ws(U, pv, qv, al, be, R, OMR, OPR, C, B, A, D, RTOL, ATOL, QTOL, MAXINT,
                        AL, DL, WS, WI, WB)
@@ -503,6 +506,8 @@ def _tile_moments_free(p, q, al, i0, i1, j0, j1, R, OMR, OPR, C, B, A, D, AL, DL
             DL[li, lj] = dji
 
 
+#: units from which the whole-matrix step's geometry runs in parallel (:func:`_tile_geometry`)
+_PAR_GEOM = 256
 #: rows per block of the tiled step's parallel geometry and mirror (:func:`_tile_geometry`,
 #: :func:`_mirror_par`)
 _GR = 16
