@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 import numba
 
@@ -53,24 +54,48 @@ def _blas_libs() -> list:
     return _BLAS_LIBS
 
 
+_BLAS_LOCK = threading.Lock()
+_BLAS_DEPTH = 0                 # kernel_blas sections open in this process (all threads)
+_BLAS_PREV: list = []           # the thread counts to restore when the last one closes
+
+
 @contextlib.contextmanager
 def kernel_blas(m: int):
     """Run the block (a kernel call for a student of ``m`` units) with every BLAS library on
-    one thread when m ≥ :data:`BLAS_SERIAL_MIN_UNITS`, restoring their thread counts after
-    (a few microseconds).  The setting is process-wide while the block runs."""
+    one thread when m ≥ :data:`BLAS_SERIAL_MIN_UNITS`, restoring their thread counts when the
+    last such block of the process ends (a few microseconds).  The setting is process-wide;
+    blocks open in several Python threads at once (a threaded executor) are counted, so that
+    none of them sees the counts restored while it runs."""
+    global _BLAS_DEPTH, _BLAS_PREV
     if m < BLAS_SERIAL_MIN_UNITS:
         yield
         return
     libs = _blas_libs()
-    prev = [lc.get_num_threads() for lc in libs]
-    for lc in libs:
-        lc.set_num_threads(1)
+    with _BLAS_LOCK:
+        if _BLAS_DEPTH == 0:
+            _BLAS_PREV = [lc.get_num_threads() for lc in libs]
+            for lc in libs:
+                _set_blas(lc, 1)
+        _BLAS_DEPTH += 1
     try:
         yield
     finally:
-        for lc, n in zip(libs, prev):
-            if n is not None:
-                lc.set_num_threads(n)
+        with _BLAS_LOCK:
+            _BLAS_DEPTH -= 1
+            if _BLAS_DEPTH == 0:
+                for lc, n in zip(libs, _BLAS_PREV):
+                    if n is not None:
+                        _set_blas(lc, n)
+
+
+def _set_blas(lc, n: int) -> None:
+    """Set a BLAS library's thread count from whichever Python thread closes the last section.
+    threadpoolctl (≥ 3.6) lets only one "controlling" Python thread change OpenBLAS's
+    process-wide count and ignores the others; the sections here are already serialized by a
+    lock and counted, so its direct setter is used where it has one.  (An OpenMP build of
+    OpenBLAS keeps the count per thread: it is then set in the thread that opens the first
+    section.)"""
+    getattr(lc, "_real_set_num_threads", lc.set_num_threads)(n)
 
 
 def max_threads() -> int:

@@ -230,3 +230,33 @@ def test_loss_and_grad_same_bits_whatever_the_blas_threads():
     assert res[0][0] == res[1][0]
     for X, Y in zip(res[0][1:], res[1][1:]):
         assert np.array_equal(X, Y)
+
+
+def test_kernel_blas_sections_nest_across_threads():
+    """Sections open in two Python threads at once: the BLAS stays on one thread until the last
+    one closes (a threaded executor's runs never see it restored mid-kernel)."""
+    import threading
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    libs = T._blas_libs()
+    inner_open, release = threading.Event(), threading.Event()
+    seen = []
+
+    def other():
+        with T.kernel_blas(10 ** 4):
+            inner_open.set()
+            release.wait(10)
+            seen.append([lc.get_num_threads() for lc in libs])
+
+    with threadpoolctl.ThreadpoolController().limit(limits=2, user_api="blas"):
+        before = [lc.get_num_threads() for lc in libs]
+        th = threading.Thread(target=other)
+        with T.kernel_blas(10 ** 4):
+            th.start()
+            inner_open.wait(10)
+        # this thread's section has closed; the other's is still open
+        assert all(lc.get_num_threads() == 1 for lc in libs)
+        release.set()
+        th.join(10)
+        assert seen == [[1] * len(libs)]
+        assert [lc.get_num_threads() for lc in libs] == before
