@@ -1,7 +1,7 @@
 """What the sweep benchmark costs at least: the GD step alone, and its pair moments alone.
 
 ``bench_sweep.py`` times the whole sweep (50 seeds × 4 teachers at d = 64, m = 32, 20,000 GD
-updates; goal 300 s on two cores).  This script measures the parts that bound it from below, on
+updates; goal 250 s on two cores).  This script measures the parts that bound it from below, on
 the states the runs actually visit: for each teacher of ``bench_sweep.py`` and seeds
 0 … ``--seeds``−1 it runs the trajectory (20,000 updates, states every ``--every``) and times,
 interleaved in rounds on every state (best of each; this machine is shared and noisy):
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     runs = 200
     scale = runs * 20_000 / args.workers
     print(f"  implied sweep time ({runs} runs × 20,000 updates / {args.workers} workers; "
-          "lower bounds, goal 300 s):")
+          "lower bounds, goal 250 s):")
     print(f"    GD steps alone:                 {scale * mean[0]:6.0f} s")
     for (r, _), t in zip(TOLS, mean[1:]):
         print(f"    pair moments alone, rtol {r:.0e}: {scale * t:6.0f} s")
