@@ -316,18 +316,17 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
                 for n in orders[p]:
                     T[p][j, n] = al * T[p + 1][j, n - 1] / sq[n]
         # E[σ^(p)σ^(q)]: the trapezoid sum over ±z_k, with σ^(p)(−x) from the values at x
-        # (:func:`_neg`)
-        # (the values at ±x of each unit as lists per p, formed once: the same operations in
-        # the same order as the sum written term by term)
+        # (:func:`_neg`); the values at ±x of each unit are formed once per p (the same
+        # operations in the same order as the sum written term by term)
         for jj, j in enumerate(nz):
             xs, cols = D[jj]
             up = [[cv[p] for cv in cols] for p in range(5)]
             dn = [[_neg(cv, x, p) for cv, x in zip(cols, xs)] for p in range(5)]
             for (p, q) in epairs:
-                u, v, g, f = up[p], up[q], dn[p], dn[q]
-                acc = wts[0] * u[0] * v[0]
+                fp, fq, gp, gq = up[p], up[q], dn[p], dn[q]
+                acc = wts[0] * fp[0] * fq[0]
                 for k in range(1, len(zs)):
-                    acc += wts[k] * (u[k] * v[k] + g[k] * f[k])
+                    acc += wts[k] * (fp[k] * fq[k] + gp[k] * gq[k])
                 E[(p, q)][j] = acc + arb(0, re_[(p, q)])
     return T, E
 
