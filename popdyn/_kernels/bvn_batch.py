@@ -11,12 +11,14 @@ loop into vector registers.  :func:`bvn_cdf_batch` takes arrays and sorts the wo
   :data:`_BLK` items, a branch-free loop body (sine in Estrin's form, the exponential of
   :func:`popdyn._kernels.vmath.exp_inline`, asin by :func:`popdyn._kernels.vmath.asin_corr`)
   that LLVM vectorizes;
+* |r| < 0.925 with V > 8 (joint tails): the 20-point rule on ⌈V/8⌉ panels, each (item, panel)
+  an item of the same vectorized node loop, the panel sums added per item in order;
 * |r| ≥ 0.925: K's 20-point remainder sums for all such items in one vectorized call
   (:func:`popdyn._kernels.bvn._bvn_hi_rem_batch`), then the closed-form part and the branch
   logic per item, exactly as :func:`bvn_cdf` (including its refinements);
-* everything else -- r = 0 or ±1, |h| or |k| > 39, infinite or NaN limits, V > 8 (the rule on
-  ⌈V/8⌉ panels: joint tails, where one item costs microseconds in either form), and the items that :func:`bvn_cdf` recomputes from a positive-term form (h + k < 0 at
-  r < 0 with Φ₂ < Φ(h)Φ(k)/4) -- by :func:`bvn_cdf` itself.
+* everything else -- r = 0 or ±1, |h| or |k| > 39, infinite or NaN limits, and the items that
+  :func:`bvn_cdf` recomputes from a positive-term form (h + k < 0 at r < 0 with
+  Φ₂ < Φ(h)Φ(k)/4) -- by :func:`bvn_cdf` itself.
 
 Every item therefore takes the branch, the rule and the refinements that :func:`bvn_cdf` takes;
 the results differ from it only by the rounding of the vectorized exponential, sine and asin
@@ -45,15 +47,16 @@ _BLK = 256
 #: items per piece of :func:`_lo_class` (its scratch: 7 columns of this length, 112 KiB)
 _PIECE = 2048
 #: the item classes of :func:`_classify`: the three single-panel rules of |r| < 0.925, the
-#: |r| ≥ 0.925 branch, and the items left to :func:`bvn_cdf`
-_C6, _C12, _C20, _CHI, _CSCALAR = 0, 1, 2, 3, 4
+#: |r| ≥ 0.925 branch, the items left to :func:`bvn_cdf`, and the several-panel rule of
+#: |r| < 0.925 (V > 8)
+_C6, _C12, _C20, _CHI, _CSCALAR, _CPAN = 0, 1, 2, 3, 4, 5
 
 
 @jit(error_model="numpy")
 def _classify(h, k, r, omr, opr, cls):
     """cls[i] = the class of item i: the rule :func:`popdyn._kernels.bvn._bvn_lo` takes (6, 12 or 20
-    points on one panel), the |r| ≥ 0.925 branch of :func:`popdyn._kernels.bvn._bvn_err`, or
-    :func:`bvn_cdf` (the special cases and V > 8).  The conditions are those of ``_bvn_err`` and
+    points on one panel, or 20 points on ⌈V/8⌉ panels when V > 8), the |r| ≥ 0.925 branch of
+    :func:`popdyn._kernels.bvn._bvn_err`, or :func:`bvn_cdf` (the special cases).  The conditions are those of ``_bvn_err`` and
     ``_bvn_lo``, in the same order."""
     for i in range(h.shape[0]):
         hi = h[i]
@@ -74,6 +77,8 @@ def _classify(h, k, r, omr, opr, cls):
                         c = _C12
                     else:
                         c = _C20
+                else:
+                    c = _CPAN
         cls[i] = c
 
 
@@ -158,6 +163,96 @@ def _lo_class(h, k, r, omr, opr, idx, rule, out):
 
 
 @jit(error_model="numpy")
+def _pan_sums(GU, GW, HK, HS, A0, PW, S):
+    """S[p] = Σ_i GW_i exp((sin θ·HK[p] − HS[p])/cos²θ), θ = A0[p] + PW[p]·GU_i: one panel of
+    the several-panel rule of :func:`popdyn._kernels.bvn._bvn_lo` (its ``_lo_sum`` with
+    a0, pw, in its order), as :func:`_lo_rule_sums` (blocks, flat rows, unsigned indices)."""
+    n = HK.shape[0]
+    nn = GU.shape[0]
+    IN = np.empty(4 * _BLK)           # hk, (h² + k²)/2, panel start, panel width
+    SB = np.empty(_BLK)
+    for p0 in range(0, n, _BLK):
+        nb = min(_BLK, n - p0)
+        for p in range(nb):
+            IN[p] = HK[p0 + p]
+            IN[_BLK + p] = HS[p0 + p]
+            IN[2 * _BLK + p] = A0[p0 + p]
+            IN[3 * _BLK + p] = PW[p0 + p]
+            SB[p] = 0.0
+        for i in range(nn):
+            _pan_node(GU[i], GW[i], nb, IN, SB)
+        for p in range(nb):
+            S[p0 + p] = SB[p]
+
+
+@jit(inline="always", error_model="numpy")
+def _pan_node(u, w, nb, IN, SB):
+    """The terms of node (u, w) of :func:`_pan_sums` added to the block's sums SB."""
+    for p in range(nb):
+        q = np.uint64(p)
+        sn = sin_small(IN[2 * _BLK + q] + IN[3 * _BLK + q] * u)
+        SB[q] += w * exp_inline((sn * IN[q] - IN[_BLK + q]) / ((1.0 - sn) * (1.0 + sn)))
+
+
+@jit(error_model="numpy")
+def _pan_class(h, k, r, omr, opr, idx, out):
+    """out[idx[e]] for the items of |r| < 0.925 whose log-variation V exceeds 8: the 20-point
+    rule on ⌈V/8⌉ panels of :func:`popdyn._kernels.bvn._bvn_lo`, each (item, panel) an item of
+    the vectorized node loop (:func:`_pan_sums`), the panel sums added per item in the panels'
+    order; in pieces of at most :data:`_PIECE` panels (an item with more is one piece).  Items
+    whose value :func:`bvn_cdf` would recompute from a positive-term form are left to it, as in
+    :func:`_lo_class`."""
+    n = idx.shape[0]
+    if n == 0:
+        return
+    NP = np.empty(n, np.int64)
+    ASR = np.empty(n)
+    for e in range(n):
+        i = idx[e]
+        V, _ = _price_logvar_bf(h[i], k[i], r[i])
+        NP[e] = int(V / 8.0) + 1
+        ASR[e] = asin_corr(r[i], omr[i], opr[i])
+    e0 = 0
+    while e0 < n:
+        e1 = e0
+        tot = 0
+        while e1 < n and (e1 == e0 or tot + NP[e1] <= _PIECE):
+            tot += NP[e1]
+            e1 += 1
+        HK = np.empty(tot)
+        HS = np.empty(tot)
+        A0 = np.empty(tot)
+        PW = np.empty(tot)
+        it = 0
+        for e in range(e0, e1):
+            i = idx[e]
+            hk = h[i] * k[i]
+            hs = 0.5 * (h[i] * h[i] + k[i] * k[i])
+            pw = ASR[e] / NP[e]
+            for j in range(NP[e]):
+                HK[it] = hk
+                HS[it] = hs
+                A0[it] = j * pw
+                PW[it] = pw
+                it += 1
+        S = np.empty(tot)
+        _pan_sums(_GL20_U, _GL20_W, HK, HS, A0, PW, S)
+        it = 0
+        for e in range(e0, e1):
+            i = idx[e]
+            s = 0.0
+            for j in range(NP[e]):
+                s += S[it]
+                it += 1
+            base = norm_cdf(h[i]) * norm_cdf(k[i])
+            v = base + s * (ASR[e] / NP[e]) / _TWOPI
+            if r[i] < 0.0 and h[i] + k[i] < 0.0 and v < 0.25 * base:
+                v = bvn_cdf(h[i], k[i], r[i], omr[i], opr[i])
+            out[i] = v
+        e0 = e1
+
+
+@jit(error_model="numpy")
 def _hi_class(h, k, r, omr, opr, idx, out):
     """out[idx[e]] for the items of the |r| ≥ 0.925 branch: K's remainder sums for all of them
     by :func:`popdyn._kernels.bvn._bvn_hi_rem_batch`, then per item the closed-form part and the
@@ -211,13 +306,13 @@ def bvn_cdf_batch(h, k, r, omr, opr, out):
     n = h.shape[0]
     cls = np.empty(n, np.int64)
     _classify(h, k, r, omr, opr, cls)
-    start = np.zeros(6, np.int64)         # counting sort of the items by class
+    start = np.zeros(7, np.int64)         # counting sort of the items by class
     for i in range(n):
         start[cls[i] + 1] += 1
-    for c in range(5):
+    for c in range(6):
         start[c + 1] += start[c]
     order = np.empty(n, np.int64)
-    pos = start[:5].copy()
+    pos = start[:6].copy()
     for i in range(n):
         c = cls[i]
         order[pos[c]] = i
@@ -225,6 +320,7 @@ def bvn_cdf_batch(h, k, r, omr, opr, out):
     for c in range(3):
         _lo_class(h, k, r, omr, opr, order[start[c]:start[c + 1]], c, out)
     _hi_class(h, k, r, omr, opr, order[start[_CHI]:start[_CHI + 1]], out)
-    for e in range(start[_CSCALAR], n):
+    _pan_class(h, k, r, omr, opr, order[start[_CPAN]:start[_CPAN + 1]], out)
+    for e in range(start[_CSCALAR], start[_CSCALAR + 1]):
         i = order[e]
         out[i] = bvn_cdf(h[i], k[i], r[i], omr[i], opr[i])

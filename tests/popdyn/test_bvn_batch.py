@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from popdyn._kernels.bvn import bvn_cdf
-from popdyn._kernels.bvn_batch import _C6, _C12, _C20, _CHI, _CSCALAR, _classify, bvn_cdf_batch
+from popdyn._kernels.bvn_batch import (_C6, _C12, _C20, _CHI, _CPAN, _CSCALAR, _classify,
+                                       bvn_cdf_batch)
 from popdyn._kernels.vmath import asin_corr
 
 try:  # tests/popdyn as a package or on sys.path (pytest's default rootdir mode)
@@ -88,7 +89,7 @@ def test_bvn_batch_precomputed_references():
     cls = np.empty(len(cases), np.int64)
     _classify(*args, cls)
     # the references cover every class of the batch
-    assert set(np.unique(cls)) == {_C6, _C12, _C20, _CHI, _CSCALAR}, np.bincount(cls)
+    assert set(np.unique(cls)) == {_C6, _C12, _C20, _CHI, _CSCALAR, _CPAN}, np.bincount(cls)
     for v, c in zip(out, data):
         _contract(v, mp.mpf(c["ref"]), c)
 
@@ -100,11 +101,17 @@ _DEGENERATE = [(0.5, 0.5, 1e-12, 1), (-6.0, -6.0, 1e-12, 1), (2.0, -2.0, 1e-12, 
                (-3.0, -3.0, 0.6, -1), (0.2, -0.3, 1.0, 1), (1.25, 1.25, 0.0751, -1),
                (-8.040835907749587, -8.666401555855378, 0.06726260669529438, 1),
                (7.5, -0.4, 0.3, 1), (-38.5, 0.2, 0.9, 1), (0.0, 0.0, 1e-300, 1),
-               (1e-9, -1e-9, 1.2, -1), (-5.0, 4.0, 1.9999, 1), (-2.0, -2.5, 0.71, 1)]
+               (1e-9, -1e-9, 1.2, -1), (-5.0, 4.0, 1.9999, 1), (-2.0, -2.5, 0.71, 1),
+               # V > 8 (several panels): joint tails at positive and negative r
+               (-12.0, -15.0, 0.5, 1), (-30.0, -30.5, 0.2, 1), (-9.0, 20.0, 0.7, -1),
+               (6.0, -25.0, 1.6, 1)]
 
 
 def test_bvn_batch_degenerate_live_mpmath():
-    out, _ = _batch(_DEGENERATE)
+    out, args = _batch(_DEGENERATE)
+    cls = np.empty(len(_DEGENERATE), np.int64)
+    _classify(*args, cls)
+    assert np.sum(cls == _CPAN) >= 3, cls
     for v, (h, k, omr, sign) in zip(out, _DEGENERATE):
         _contract(v, bvn_ref(h, k, *corr_triple(omr, sign)[1:], sign), (h, k, omr, sign))
 
