@@ -56,14 +56,16 @@ def main(argv=None) -> int:
     from popdyn._kernels._jit import jit
     from popdyn._kernels.bvn import bvn_cdf
     from popdyn._kernels.bvn_batch import _classify, bvn_cdf_batch
-    from popdyn._kernels.pl_batch import _GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W, _price_batch
+    from popdyn._kernels.pl_batch import (_GL6_U, _GL6_W, _GL12_U, _GL12_W, _GL20_U, _GL20_W,
+                                          _price_batch)
     from popdyn._kernels.pl_front import _price_logvar_bf
     from popdyn._kernels.pl_ramps import _price_rule
 
     rules = [(_GL6_U, _GL6_W), (_GL12_U, _GL12_W), (_GL20_U, _GL20_W)]
 
     def kernel_items(h, k, r, cls):
-        """Per kernel rule: the Price items (x, y, r̃, 0, asin r̃, out) of the single-panel pairs."""
+        """Per kernel rule: the Price items (x, y, r̃, 0, asin r̃, out) of the single-panel
+        pairs."""
         sel = np.nonzero(cls <= 2)[0]
         x, y, rt = -h[sel], -k[sel], r[sel]
         rule = np.array([_price_rule(x[i], y[i], rt[i], _price_logvar_bf(x[i], y[i], rt[i])[0])

@@ -41,7 +41,8 @@ __all__ = ["get_threads", "max_threads", "set_threads", "threads", "per_worker",
 BLAS_SERIAL_MIN_UNITS = 128
 
 #: the BLAS libraries of the process (threadpoolctl controllers), found at the first
-#: :func:`kernel_blas` of a large student: numba's products use scipy's BLAS, loaded with the kernels
+#: :func:`kernel_blas` of a large student: numba's products use scipy's BLAS, loaded with the
+#: kernels
 _BLAS_LIBS: list | None = None
 
 

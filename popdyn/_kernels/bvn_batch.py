@@ -54,10 +54,10 @@ _C6, _C12, _C20, _CHI, _CSCALAR, _CPAN = 0, 1, 2, 3, 4, 5
 
 @jit(error_model="numpy")
 def _classify(h, k, r, omr, opr, cls):
-    """cls[i] = the class of item i: the rule :func:`popdyn._kernels.bvn._bvn_lo` takes (6, 12 or 20
-    points on one panel, or 20 points on ⌈V/8⌉ panels when V > 8), the |r| ≥ 0.925 branch of
-    :func:`popdyn._kernels.bvn._bvn_err`, or :func:`bvn_cdf` (the special cases).  The conditions are those of ``_bvn_err`` and
-    ``_bvn_lo``, in the same order."""
+    """cls[i] = the class of item i: the rule :func:`popdyn._kernels.bvn._bvn_lo` takes (6,
+    12 or 20 points on one panel, or 20 points on ⌈V/8⌉ panels when V > 8), the |r| ≥ 0.925
+    branch of :func:`popdyn._kernels.bvn._bvn_err`, or :func:`bvn_cdf` (the special cases).
+    The conditions are those of ``_bvn_err`` and ``_bvn_lo``, in the same order."""
     for i in range(h.shape[0]):
         hi = h[i]
         ki = k[i]

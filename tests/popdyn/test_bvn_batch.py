@@ -116,7 +116,8 @@ def test_bvn_batch_degenerate_live_mpmath():
         _contract(v, bvn_ref(h, k, *corr_triple(omr, sign)[1:], sign), (h, k, omr, sign))
 
 
-_lim = st.one_of(st.floats(-10, 10), st.floats(-45, 45), st.sampled_from([0.0, math.inf, -math.inf]))
+_lim = st.one_of(st.floats(-10, 10), st.floats(-45, 45),
+                 st.sampled_from([0.0, math.inf, -math.inf]))
 _corr = st.one_of(st.floats(0.0, 2.0), st.sampled_from([0.0, 1e-300, 1e-12, 0.075, 0.0751, 0.7,
                                                           1.0, 1.3, 1.925, 1.93, 2.0]))
 
