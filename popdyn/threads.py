@@ -14,8 +14,8 @@ BLAS: while popdyn's kernels run for a student of at least :data:`BLAS_SERIAL_MI
 the BLAS libraries loaded in the process (OpenBLAS, MKL, … as found by ``threadpoolctl``) run on
 one thread (:func:`kernel_blas`), and their previous thread counts are restored afterwards.
 The kernels' threads are the parallelism there; a multi-threaded BLAS beside them competes for
-the same cores (its idle threads spin), and on 2 cores a step on 2 kernel threads was then no
-faster than on one (1.02×, against 1.6–1.8× with BLAS on one thread).  It also makes the products'
+the same cores (its idle threads spin): on 2 cores a step on 2 kernel threads is then no faster
+than on one (1.02×, against about 1.8× with BLAS on one thread).  It also makes the products'
 bits independent of the BLAS thread count.
 
 The count is numba's: at most ``NUMBA_NUM_THREADS`` (an environment variable read at import,
