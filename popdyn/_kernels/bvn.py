@@ -284,8 +284,15 @@ def hh1_batch(w, out):
     node for w ≤ 8, the same continued fraction for 8 < w ≤ 1e4, both with the loops
     interchanged so that LLVM vectorizes them over i; φ(w) from
     :func:`popdyn._kernels.vmath.exp_batch`, so within a few ulp of :func:`hh1_pos`; w > 1e4 by
-    :func:`hh1_pos` itself)."""
+    :func:`hh1_pos` itself).  When every w ≤ 8 (the common case) the series runs on the arrays
+    as given, without the gather and scatter (the same values)."""
     n = w.shape[0]
+    small = True
+    for i in range(n):
+        small &= w[i] <= _MILLS_WMAX
+    if small:
+        _hh1_taylor_batch(w, out)
+        return
     it = np.empty(n, np.int64)
     ic = np.empty(n, np.int64)
     nt = 0
