@@ -246,11 +246,13 @@ def silu_hermite_enclosures(alphas, N: int, *, prec: int = 128):
             raise CertificationError("internal: truncation point below the majorant's mode",
                                      hint="a higher prec")
         dexp = (2 * arb.pi() * ab / hb).exp() - 1
-        err_c = [2 * _coef_M(p, alb, ab, c, HN) / dexp + _coef_tail(p, alb, X, c, HN)
-                 for p in range(5)]
+        # the coefficient quadratures taken: σ⁗ on all orders, σ and σ″ at order 0 (the rest
+        # follow by the recurrence below)
+        err_c = {p: 2 * _coef_M(p, alb, ab, c, HN) / dexp + _coef_tail(p, alb, X, c, HN)
+                 for p in (0, 2, 4)}
         err_e = {pq: 2 * _energy_M(pq[0], pq[1], alb, ab) / dexp
                  + _energy_tail(pq[0], pq[1], alb, X) for pq in epairs}
-        rc = [A.upper(e) for e in err_c]
+        rc = {p: A.upper(e) for p, e in err_c.items()}
         re_ = {pq: A.upper(e) for pq, e in err_e.items()}
         # Symmetric nodes ±z_k, z_k = k·h (k = 0..K), weights h·φ(z_k) and normalized Hermite
         # values (shared by all units).  Each σ^(p) is split into its even and odd parts:

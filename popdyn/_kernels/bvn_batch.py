@@ -42,9 +42,9 @@ from .vmath import asin_corr, exp_inline, sin_small
 
 __all__ = ["bvn_cdf_batch"]
 
-#: items per block of the node loop of :func:`_lo_rule_sums` (its columns stay in the L1 cache)
+#: items per block of the node loop of :func:`_node_sums` (its columns stay in the L1 cache)
 _BLK = 256
-#: items per piece of :func:`_lo_class` (its scratch: 7 columns of this length, 112 KiB)
+#: items per piece of :func:`_lo_class` (its scratch: 8 columns of this length, 128 KiB)
 _PIECE = 2048
 #: the item classes of :func:`_classify`: the three single-panel rules of |r| < 0.925, the
 #: |r| ≥ 0.925 branch, the items left to :func:`bvn_cdf`, and the several-panel rule of
@@ -83,50 +83,18 @@ def _classify(h, k, r, omr, opr, cls):
 
 
 @jit(error_model="numpy")
-def _lo_rule_sums(GU, GW, HK, HS, ASR, S):
-    """S[p] = Σ_i GW_i exp((sin θ·HK[p] − HS[p])/cos²θ), θ = ASR[p]·GU_i (the sum of
-    :func:`popdyn._kernels.bvn._lo_sum` on one panel, in its order), node by node over blocks
-    of :data:`_BLK` items.  A block's columns are rows of one flat array of constant row length
-    and are indexed without sign (no wrap-around), so that LLVM bounds the accesses, needs one
-    run-time alias check and vectorizes the node loop (:func:`_lo_node`)."""
-    n = HK.shape[0]
-    nn = GU.shape[0]
-    IN = np.empty(3 * _BLK)           # hk, (h² + k²)/2, asin r of the block's items
-    SB = np.empty(_BLK)
-    for p0 in range(0, n, _BLK):
-        nb = min(_BLK, n - p0)
-        for p in range(nb):
-            IN[p] = HK[p0 + p]
-            IN[_BLK + p] = HS[p0 + p]
-            IN[2 * _BLK + p] = ASR[p0 + p]
-            SB[p] = 0.0
-        for i in range(nn):
-            _lo_node(GU[i], GW[i], nb, IN, SB)
-        for p in range(nb):
-            S[p0 + p] = SB[p]
-
-
-@jit(inline="always", error_model="numpy")
-def _lo_node(u, w, nb, IN, SB):
-    """The terms of node (u, w) of :func:`_lo_rule_sums` added to the block's sums SB."""
-    for p in range(nb):
-        q = np.uint64(p)
-        sn = sin_small(IN[2 * _BLK + q] * u)
-        SB[q] += w * exp_inline((sn * IN[q] - IN[_BLK + q]) / ((1.0 - sn) * (1.0 + sn)))
-
-
-@jit(error_model="numpy")
 def _lo_class(h, k, r, omr, opr, idx, rule, out):
     """out[idx[e]] for the items idx of the single-panel rule class ``rule``, in pieces of
     :data:`_PIECE` items (scratch allocated once, small enough not to be faulted in afresh): the
-    gathered columns (hk, (h² + k²)/2, asin r), the node sums (:func:`_lo_rule_sums`), then
+    gathered columns (hk, (h² + k²)/2, asin r), the node sums (:func:`_node_sums` on one
+    panel [0, asin r]: θ = 0 + asin r·u = asin r·u, the nodes of ``_lo_sum``), then
     Φ(h)Φ(k) + I as in :func:`popdyn._kernels.bvn._bvn_lo`.  Items whose value :func:`bvn_cdf`
     would recompute from a positive-term form (r < 0, h + k < 0, Φ₂ < Φ(h)Φ(k)/4) are left to
     :func:`bvn_cdf`."""
     n = idx.shape[0]
     if n == 0:
         return
-    W = np.empty(7 * _PIECE)
+    W = np.empty(8 * _PIECE)
     HK = W[0:_PIECE]
     HS = W[_PIECE:2 * _PIECE]
     ASR = W[2 * _PIECE:3 * _PIECE]
@@ -134,6 +102,8 @@ def _lo_class(h, k, r, omr, opr, idx, rule, out):
     OM = W[4 * _PIECE:5 * _PIECE]
     OP = W[5 * _PIECE:6 * _PIECE]
     S = W[6 * _PIECE:7 * _PIECE]
+    Z = W[7 * _PIECE:8 * _PIECE]        # panel starts: 0 (one panel, θ = 0 + asin r·u)
+    Z[:] = 0.0
     for e0 in range(0, n, _PIECE):
         m = min(_PIECE, n - e0)
         for e in range(m):                  # gathers
@@ -148,11 +118,11 @@ def _lo_class(h, k, r, omr, opr, idx, rule, out):
         for e in range(m):                  # contiguous: vectorized
             ASR[e] = asin_corr(RR[e], OM[e], OP[e])
         if rule == _C6:
-            _lo_rule_sums(_GL6_U, _GL6_W, HK[:m], HS[:m], ASR[:m], S)
+            _node_sums(_GL6_U, _GL6_W, HK[:m], HS[:m], Z[:m], ASR[:m], S)
         elif rule == _C12:
-            _lo_rule_sums(_GL12_U, _GL12_W, HK[:m], HS[:m], ASR[:m], S)
+            _node_sums(_GL12_U, _GL12_W, HK[:m], HS[:m], Z[:m], ASR[:m], S)
         else:
-            _lo_rule_sums(_GL20_U, _GL20_W, HK[:m], HS[:m], ASR[:m], S)
+            _node_sums(_GL20_U, _GL20_W, HK[:m], HS[:m], Z[:m], ASR[:m], S)
         for e in range(m):
             i = idx[e0 + e]
             base = norm_cdf(h[i]) * norm_cdf(k[i])
@@ -163,10 +133,12 @@ def _lo_class(h, k, r, omr, opr, idx, rule, out):
 
 
 @jit(error_model="numpy")
-def _pan_sums(GU, GW, HK, HS, A0, PW, S):
-    """S[p] = Σ_i GW_i exp((sin θ·HK[p] − HS[p])/cos²θ), θ = A0[p] + PW[p]·GU_i: one panel of
-    the several-panel rule of :func:`popdyn._kernels.bvn._bvn_lo` (its ``_lo_sum`` with
-    a0, pw, in its order), as :func:`_lo_rule_sums` (blocks, flat rows, unsigned indices)."""
+def _node_sums(GU, GW, HK, HS, A0, PW, S):
+    """S[p] = Σ_i GW_i exp((sin θ·HK[p] − HS[p])/cos²θ), θ = A0[p] + PW[p]·GU_i: the sum of
+    :func:`popdyn._kernels.bvn._lo_sum` on the panel [A0, A0 + PW] (in its order), node by node
+    over blocks of :data:`_BLK` items.  A block's columns are rows of one flat array of constant
+    row length and are indexed without sign (no wrap-around), so that LLVM bounds the accesses,
+    needs one run-time alias check and vectorizes the node loop (:func:`_node_terms`)."""
     n = HK.shape[0]
     nn = GU.shape[0]
     IN = np.empty(4 * _BLK)           # hk, (h² + k²)/2, panel start, panel width
@@ -180,14 +152,14 @@ def _pan_sums(GU, GW, HK, HS, A0, PW, S):
             IN[3 * _BLK + p] = PW[p0 + p]
             SB[p] = 0.0
         for i in range(nn):
-            _pan_node(GU[i], GW[i], nb, IN, SB)
+            _node_terms(GU[i], GW[i], nb, IN, SB)
         for p in range(nb):
             S[p0 + p] = SB[p]
 
 
 @jit(inline="always", error_model="numpy")
-def _pan_node(u, w, nb, IN, SB):
-    """The terms of node (u, w) of :func:`_pan_sums` added to the block's sums SB."""
+def _node_terms(u, w, nb, IN, SB):
+    """The terms of node (u, w) of :func:`_node_sums` added to the block's sums SB."""
     for p in range(nb):
         q = np.uint64(p)
         sn = sin_small(IN[2 * _BLK + q] + IN[3 * _BLK + q] * u)
@@ -198,7 +170,7 @@ def _pan_node(u, w, nb, IN, SB):
 def _pan_class(h, k, r, omr, opr, idx, out):
     """out[idx[e]] for the items of |r| < 0.925 whose log-variation V exceeds 8: the 20-point
     rule on ⌈V/8⌉ panels of :func:`popdyn._kernels.bvn._bvn_lo`, each (item, panel) an item of
-    the vectorized node loop (:func:`_pan_sums`), the panel sums added per item in the panels'
+    the vectorized node loop (:func:`_node_sums`), the panel sums added per item in the panels'
     order; in pieces of at most :data:`_PIECE` panels (an item with more is one piece).  Items
     whose value :func:`bvn_cdf` would recompute from a positive-term form are left to it, as in
     :func:`_lo_class`."""
@@ -236,7 +208,7 @@ def _pan_class(h, k, r, omr, opr, idx, out):
                 PW[it] = pw
                 it += 1
         S = np.empty(tot)
-        _pan_sums(_GL20_U, _GL20_W, HK, HS, A0, PW, S)
+        _node_sums(_GL20_U, _GL20_W, HK, HS, A0, PW, S)
         it = 0
         for e in range(e0, e1):
             i = idx[e]

@@ -157,16 +157,17 @@ def test_bvn_batch_is_vectorized():
     if not ll.get_host_cpu_features().get("avx2", False):
         pytest.skip("host CPU without AVX2: no packed ymm / zmm code to look for")
     packed = r"\w*\s+[^\n]*%[yz]mm"
-    f = numba.njit(error_model="numpy")(BB._lo_rule_sums.py_func)
+    f = numba.njit(error_model="numpy")(BB._node_sums.py_func)
     n = 37
     HK = np.linspace(-1, 1, n)
     HS = np.linspace(0.1, 2.0, n)
+    A0 = np.zeros(n)
     ASR = np.linspace(-0.3, 0.3, n)
     S = np.empty(n)
-    f(BB._GL6_U, BB._GL6_W, HK, HS, ASR, S)
+    f(BB._GL6_U, BB._GL6_W, HK, HS, A0, ASR, S)
     assert re.search(r"vdivpd" + packed, f.inspect_asm(f.signatures[0])), "node loop not packed"
     S2 = np.empty(n)
-    BB._lo_rule_sums(BB._GL6_U, BB._GL6_W, HK, HS, ASR, S2)
+    BB._node_sums(BB._GL6_U, BB._GL6_W, HK, HS, A0, ASR, S2)
     assert np.array_equal(S, S2)
     g = numba.njit(error_model="numpy")(BB._lo_class.py_func)
     h = np.linspace(-1, 1, n)
