@@ -530,70 +530,61 @@ def _bvn_hi_refined(h, k, a2):
     return (cf + A * n4) / _TWOPI, 2.0 * A * abs(n4 - n2) / _TWOPI
 
 
+#: items per block of :func:`_bvn_hi_rem_batch` (its scratch rows)
+_RB = 256
+
+
 @jit(error_model="numpy")
 def _bvn_hi_rem_batch(h, k, a2, num, nmag):
     """:func:`_bvn_hi_rem` for arrays (h, k, a2) of one length n, written into num, nmag: the
-    same operations and order per element, the exponentials from
-    :func:`popdyn._kernels.vmath.exp_batch` (within 2 ulp), loops LLVM vectorizes."""
+    same operations and order per element, with the exponential of
+    :func:`popdyn._kernels.vmath.exp_inline` (within 2 ulp; the bits of ``exp_batch``).
+
+    One pass per node over a block of :data:`_RB` items (node, exponents, both exponentials,
+    √(1 − x²) once, and both sums fused), in a loop body without calls, which LLVM
+    vectorizes."""
     n = h.shape[0]
     nn = _GL20_U.shape[0]
-    A = np.empty(n)
-    hk = np.empty(n)
-    bs = np.empty(n)
-    c = np.empty(n)
-    d = np.empty(n)
-    for p in range(n):
-        A[p] = math.sqrt(a2[p])
-        hk[p] = h[p] * k[p]
-        dd = h[p] - k[p]
-        bs[p] = dd * dd
-        c[p] = (4.0 - hk[p]) / 8.0
-        d[p] = (12.0 - hk[p]) / 16.0
-    XS = np.empty((nn, n))
-    EX = np.empty((nn, n))
-    EP = np.empty((nn, n))
-    for i in range(nn):
-        u = _GL20_U[i]
-        xs_ = XS[i]
-        ex_ = EX[i]
-        ep_ = EP[i]
-        for p in range(n):
-            x = A[p] * u
-            xs_[p] = x * x
-        for p in range(n):
-            ex_[p] = -0.5 * (bs[p] / xs_[p] + hk[p])
-        for p in range(n):                  # x² underflowed to 0: the limit of bs/x²
-            if xs_[p] == 0.0:
-                ex_[p] = -0.5 * hk[p] if bs[p] == 0.0 else -math.inf
-        for p in range(n):
-            t = math.sqrt(1.0 - xs_[p])
-            ep_[p] = -hk[p] * xs_[p] / (2.0 * (1.0 + t) * (1.0 + t))
-    E = np.empty((nn, n))
-    Ef = E.reshape(nn * n)
-    exp_batch(EX.reshape(nn * n), Ef)
-    EPf = EP.reshape(nn * n)
-    exp_batch(EPf, EPf)
-    for p in range(n):
-        num[p] = 0.0
-        nmag[p] = 0.0
-    for i in range(nn):
-        w = _GL20_W[i]
-        xs_ = XS[i]
-        ex_ = EX[i]
-        ep_ = EP[i]
-        e_ = E[i]
-        for p in range(n):
-            t = math.sqrt(1.0 - xs_[p])
-            ep = ep_[p] / t
-            sp = 1.0 + c[p] * xs_[p] * (1.0 + d[p] * xs_[p])
-            e = e_[p] if ex_[p] > -745.0 else 0.0
-            num[p] += w * e * (ep - sp)
-        for p in range(n):
-            t = math.sqrt(1.0 - xs_[p])
-            ep = ep_[p] / t
-            sp = 1.0 + c[p] * xs_[p] * (1.0 + d[p] * xs_[p])
-            e = e_[p] if ex_[p] > -745.0 else 0.0
-            nmag[p] += w * e * (abs(ep) + abs(sp))
+    IN = np.empty(5 * _RB)      # A, hk, bs, c, d of the block's items
+    for p0 in range(0, n, _RB):
+        nb = min(_RB, n - p0)
+        for p in range(nb):
+            q = p0 + p
+            IN[p] = math.sqrt(a2[q])
+            hk = h[q] * k[q]
+            IN[_RB + p] = hk
+            dd = h[q] - k[q]
+            IN[2 * _RB + p] = dd * dd
+            IN[3 * _RB + p] = (4.0 - hk) / 8.0
+            IN[4 * _RB + p] = (12.0 - hk) / 16.0
+            num[q] = 0.0
+            nmag[q] = 0.0
+        for i in range(nn):
+            _rem_node_block(_GL20_U[i], _GL20_W[i], nb, IN, num[p0:p0 + nb], nmag[p0:p0 + nb])
+
+
+@jit(inline="always", error_model="numpy")
+def _rem_node_block(u, w, nb, IN, num, nmag):
+    """The terms of node u (weight w) of :func:`_bvn_hi_rem` added to num, nmag for the items of
+    one block of :func:`_bvn_hi_rem_batch` (the operations of :func:`_rem_node`; a node whose
+    square underflows to 0 takes the limit of bs/x², e = 0 below exp's range)."""
+    for p in range(nb):
+        A = IN[p]
+        hk = IN[_RB + p]
+        bs = IN[2 * _RB + p]
+        c = IN[3 * _RB + p]
+        d = IN[4 * _RB + p]
+        x = A * u
+        xs = x * x
+        ex = -0.5 * (bs / xs + hk)
+        if xs == 0.0:
+            ex = -0.5 * hk if bs == 0.0 else -math.inf
+        t = math.sqrt(1.0 - xs)
+        ep = exp_inline(-hk * xs / (2.0 * (1.0 + t) * (1.0 + t))) / t
+        sp = 1.0 + c * xs * (1.0 + d * xs)
+        e = exp_inline(ex) if ex > -745.0 else 0.0
+        num[p] += w * e * (ep - sp)
+        nmag[p] += w * e * (abs(ep) + abs(sp))
 
 
 @jit
