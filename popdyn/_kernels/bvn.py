@@ -557,10 +557,12 @@ def _bvn_hi_rem_batch(h, k, a2, num, nmag):
             IN[2 * _RB + p] = dd * dd
             IN[3 * _RB + p] = (4.0 - hk) / 8.0
             IN[4 * _RB + p] = (12.0 - hk) / 16.0
-            num[q] = 0.0
-            nmag[q] = 0.0
+        nu = num[p0:p0 + nb]
+        nm = nmag[p0:p0 + nb]
+        nu[:] = 0.0
+        nm[:] = 0.0
         for i in range(nn):
-            _rem_node_block(_GL20_U[i], _GL20_W[i], nb, IN, num[p0:p0 + nb], nmag[p0:p0 + nb])
+            _rem_node_block(_GL20_U[i], _GL20_W[i], nb, IN, nu, nm)
 
 
 @jit(inline="always", error_model="numpy")
